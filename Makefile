@@ -1,0 +1,36 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Everything else is optional.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+CACHE  ?= .cache
+
+.PHONY: demo test lint typecheck bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.installed: $(PY) pyproject.toml
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/otel-toolscore demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check otel_toolscore tests examples bench
+	$(VENV)/bin/mypy --strict otel_toolscore
+
+test: $(STAMP) lint
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

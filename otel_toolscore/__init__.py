@@ -1,0 +1,84 @@
+"""otel-toolscore: score agent tool-call accuracy on live OpenTelemetry traces.
+
+Importing the package is light: the data model and the code scorer load eagerly; the span processor,
+extraction, judge and service load on first use, and ``openai`` only when an LLM scorer is built.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
+from .scorers.code import (
+    CodeScoreResult,
+    ToolCallAccuracyCodeScorer,
+    create_tool_call_accuracy_scorer_code,
+)
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; loaded on first attribute access.
+_LAZY: dict[str, str] = {
+    "JudgeError": ".scorers.llm",
+    "LLMScoreResult": ".scorers.llm",
+    "ToolCallAccuracyLLMScorer": ".scorers.llm",
+    "create_tool_call_accuracy_scorer_llm": ".scorers.llm",
+    "extract_runs": ".extract",
+    "ToolScoreSpanProcessor": ".online.processor",
+    "ToolScoreLogRecordProcessor": ".online.processor",
+    "Expectation": ".online.expectations",
+    "expect": ".online.expectations",
+    "Judge": ".online.judge",
+    "JudgeSampler": ".online.sampler",
+    "configure": ".online.setup",
+    "install": ".online.setup",
+}
+
+if TYPE_CHECKING:
+    from .extract import extract_runs
+    from .online.expectations import Expectation, expect
+    from .online.judge import Judge
+    from .online.processor import ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
+    from .online.sampler import JudgeSampler
+    from .online.setup import configure, install
+    from .scorers.llm import (
+        JudgeError,
+        LLMScoreResult,
+        ToolCallAccuracyLLMScorer,
+        create_tool_call_accuracy_scorer_llm,
+    )
+
+__all__ = [
+    "AgentRun",
+    "CodeScoreResult",
+    "Expectation",
+    "Judge",
+    "JudgeError",
+    "JudgeSampler",
+    "LLMScoreResult",
+    "Message",
+    "ToolCall",
+    "ToolCallAccuracyCodeScorer",
+    "ToolCallAccuracyLLMScorer",
+    "ToolDefinition",
+    "ToolInvocation",
+    "ToolScoreLogRecordProcessor",
+    "ToolScoreSpanProcessor",
+    "__version__",
+    "configure",
+    "create_tool_call_accuracy_scorer_code",
+    "create_tool_call_accuracy_scorer_llm",
+    "expect",
+    "extract_runs",
+    "install",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
