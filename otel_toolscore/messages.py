@@ -17,6 +17,10 @@ __all__ = ["COUNTED_STATES", "ERROR_STATES", "calls_from_messages", "parse_messa
 COUNTED_STATES = frozenset({"call", "result", "input-available", "output-available"})
 #: States of a call whose tool raised: counted, with ``status="error"`` (differs from Mastra's code).
 ERROR_STATES = frozenset({"error", "output-error"})
+#: AI SDK model-message / step parts that share the ``tool-`` prefix of v5 UI parts (``tool-<name>``)
+#: but are not tool calls: the result or approval of a call made in a ``tool-call`` part. A UI part
+#: always carries ``state``; these never do.
+_NOT_UI_TOOL_PARTS = frozenset({"tool-result", "tool-error", "tool-approval-request", "tool-approval-response"})
 
 
 def _invocation_from_part(part: Mapping[str, Any]) -> ToolInvocation | None:
@@ -32,6 +36,8 @@ def _invocation_from_part(part: Mapping[str, Any]) -> ToolInvocation | None:
             args=part.get("args", part.get("input")),
             state="call",
         )
+    if ptype in _NOT_UI_TOOL_PARTS and "state" not in part:
+        return None  # counting it would count the call of its ``tool-call`` part a second time
     if ptype == "dynamic-tool" or (isinstance(ptype, str) and ptype.startswith("tool-")):
         # AI SDK v5 UI parts: ``tool-<name>`` or ``dynamic-tool`` with ``toolName``.
         name = part.get("toolName") if ptype == "dynamic-tool" else ptype[len("tool-") :]
@@ -70,7 +76,8 @@ def parse_message(data: Message | Mapping[str, Any]) -> Message:
         text = content
     elif isinstance(content, Mapping):  # Mastra v2 stored message
         raw_parts = content.get("parts") or ()
-        text = content.get("content") if isinstance(content.get("content"), str) else ""
+        stored_text = content.get("content")
+        text = stored_text if isinstance(stored_text, str) else ""
         legacy = [ToolInvocation.model_validate(i) for i in content.get("toolInvocations") or () if isinstance(i, Mapping)]
     elif isinstance(content, list):  # CoreMessage content parts
         raw_parts = content

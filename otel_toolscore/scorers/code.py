@@ -6,7 +6,8 @@ processor's hot path; the set modes and argument matching are opt-in and never c
 
 from __future__ import annotations
 
-from collections import Counter
+import json
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -32,6 +33,10 @@ ArgsMatch = Literal["exact", "subset"] | Mapping[str, ArgsPredicate]
 
 NO_EXPECTATION_ERROR = "Either expectedTool or expectedToolOrder must be provided"
 EMPTY_ORDER_ERROR = "expectedToolOrder must not be empty"
+#: Mastra's message for a Mastra-shaped run without input or output (``testing.EMPTY_RUN_ERROR``).
+EMPTY_RUN_ERROR = "Input and output messages cannot be null or empty"
+#: ``AgentRun.conventions`` marker of a run built from Mastra-shaped messages.
+MASTRA_MESSAGES = "mastra-messages"
 
 
 class _Result(BaseModel):
@@ -131,16 +136,24 @@ class ToolCallAccuracyCodeScorer:
         args_match: ArgsMatch | None = None,
         include_framework_calls: bool = False,
     ) -> None:
+        if isinstance(expected_tool_order, str):
+            # A bare string is a Sequence[str] too; list("abc") would silently expect a, b, c.
+            raise TypeError("expected_tool_order must be a list of tool names, not a string")
         if expected_tool_order is not None and len(expected_tool_order) == 0:
             raise ValueError(EMPTY_ORDER_ERROR)
         if not expected_tool_order and not (isinstance(expected_tool, str) and expected_tool):
             raise ValueError(NO_EXPECTATION_ERROR)
+        if expected_tool_order and not all(isinstance(n, str) and n for n in expected_tool_order):
+            raise ValueError("expectedToolOrder must contain non-empty tool names")
         if match not in ("ordered", "unordered", "subset", "superset"):
             raise ValueError(f"match must be ordered, unordered, subset or superset, not {match!r}")
         if isinstance(args_match, str) and args_match not in ("exact", "subset"):
             raise ValueError(f"args_match must be 'exact', 'subset' or a mapping of predicates, not {args_match!r}")
         if isinstance(args_match, str) and expected_arguments is None:
             raise ValueError("args_match='exact'/'subset' needs expected_arguments")
+        if args_match is None and expected_arguments:
+            # Silently ignoring expected arguments would make a wrong call look right.
+            raise ValueError("expected_arguments needs args_match='exact' or 'subset'")
         self.expected_tool = expected_tool or None
         self.strict_mode = bool(strict_mode)
         self.expected_tool_order = list(expected_tool_order) if expected_tool_order else None
@@ -158,7 +171,8 @@ class ToolCallAccuracyCodeScorer:
             if call.name not in self.expected_arguments:
                 return True
             want = self.expected_arguments[call.name]
-            return bool(want == call.arguments) if am == "exact" else _args_subset(want, call.arguments)
+            actual = _decoded(call.arguments, want)
+            return bool(want == actual) if am == "exact" else _args_subset(want, actual)
         predicate = am.get(call.name)
         if predicate is None:
             return True
@@ -167,127 +181,66 @@ class ToolCallAccuracyCodeScorer:
         except Exception:  # a user predicate that raises is a mismatch, not a crash of scoring
             return False
 
-    # -- the rules --------------------------------------------------------------------------------
-    def _single(self, calls: list[ToolCall], ok: list[bool], notes: list[CallMatch] | None) -> bool:
+    # -- the rules (booleans only: this is the hot path) --------------------------------------
+    def _single_passed(self, calls: list[ToolCall], ok: list[bool]) -> bool:
         want = self.expected_tool
-        assert want is not None
-        hits = [i for i, c in enumerate(calls) if c.name == want and ok[i]]
         if self.strict_mode:
-            passed = len(calls) == 1 and bool(hits)
-        else:
-            passed = bool(hits)
-        if notes is not None:
-            if hits:
-                i = hits[0]
-                notes.append(_note(0, want, i, calls[i], "matched", f"{want} called as call #{i}"))
-            else:
-                named = [i for i, c in enumerate(calls) if c.name == want]
-                if named:
-                    i = named[0]
-                    notes.append(_note(0, want, i, calls[i], "args_mismatch", f"{want} called with other arguments"))
-                else:
-                    notes.append(_note(0, want, None, None, "missing", f"{want} was not called"))
-            for i, c in enumerate(calls):
-                if not hits or i != hits[0]:
-                    outcome = "extra_call" if c.name == want else "unexpected"
-                    if self.strict_mode or outcome == "extra_call":
-                        notes.append(_note(None, None, i, c, outcome, f"{c.name} is not the single expected call"))
-        return passed
+            return len(calls) == 1 and calls[0].name == want and ok[0]
+        return any(c.name == want and ok[i] for i, c in enumerate(calls))
 
-    def _ordered(self, calls: list[ToolCall], ok: list[bool], notes: list[CallMatch] | None) -> bool:
+    def _ordered_passed(self, calls: list[ToolCall], ok: list[bool]) -> bool:
         order = self.expected_tool_order
         assert order is not None
         if self.strict_mode:
-            passed = len(calls) == len(order) and all(
-                c.name == order[i] and ok[i] for i, c in enumerate(calls)
-            )
-            if notes is not None:
-                for i in range(max(len(order), len(calls))):
-                    want = order[i] if i < len(order) else None
-                    c = calls[i] if i < len(calls) else None
-                    if want is not None and c is not None and c.name == want and ok[i]:
-                        notes.append(_note(i, want, i, c, "matched", f"position {i}: {want}"))
-                    elif want is not None and c is not None:
-                        outcome = "args_mismatch" if c.name == want else "out_of_order"
-                        notes.append(_note(i, want, i, c, outcome, f"position {i}: expected {want}, called {c.name}"))
-                    elif want is not None:
-                        notes.append(_note(i, want, None, None, "missing", f"position {i}: {want} was not called"))
-                    elif c is not None:
-                        notes.append(_note(None, None, i, c, "unexpected", f"position {i}: extra call {c.name}"))
-            return passed
-        # Lenient: expected order is a subsequence of the calls. Greedy earliest matching is optimal.
+            return len(calls) == len(order) and all(c.name == order[i] and ok[i] for i, c in enumerate(calls))
+        # Lenient: the expected order is a subsequence of the calls. Greedy earliest matching is optimal.
         j = 0
-        matched: dict[int, int] = {}
         for i, c in enumerate(calls):
             if j < len(order) and c.name == order[j] and ok[i]:
-                matched[j] = i
                 j += 1
-        passed = j == len(order)
-        if notes is not None:
-            for k, want in enumerate(order):
-                if k in matched:
-                    i = matched[k]
-                    notes.append(_note(k, want, i, calls[i], "matched", f"{want} matched call #{i}"))
-                else:
-                    anywhere = [i for i, c in enumerate(calls) if c.name == want]
-                    if not anywhere:
-                        notes.append(_note(k, want, None, None, "missing", f"{want} was not called"))
-                    elif any(ok[i] for i in anywhere):
-                        i = anywhere[0]
-                        notes.append(_note(k, want, i, calls[i], "out_of_order", f"{want} called, but not after the previous expected tool"))
-                    else:
-                        i = anywhere[0]
-                        notes.append(_note(k, want, i, calls[i], "args_mismatch", f"{want} called with other arguments"))
-        return passed
+        return j == len(order)
 
-    def _multiset(self, calls: list[ToolCall], ok: list[bool], notes: list[CallMatch] | None) -> bool:
-        expected = self.expected_tool_order or [self.expected_tool or ""]
-        want = Counter(expected)
+    def _multiset_passed(self, calls: list[ToolCall], ok: list[bool]) -> bool:
+        want = Counter(self._expected_list())
         got = Counter(c.name for i, c in enumerate(calls) if ok[i])
-        bad = sum(1 for i in range(len(calls)) if not ok[i])
+        bad = len(calls) - sum(ok)
         if self.match == "unordered":
-            passed = want == got and bad == 0
-        elif self.match == "superset":
-            passed = all(got[name] >= n for name, n in want.items())
-        else:  # subset: every call is an expected one, within the expected multiplicity
-            passed = bad == 0 and all(n <= want[name] for name, n in got.items())
-        if notes is not None:
-            remaining = Counter(want)
-            seen: Counter[str] = Counter()
-            for i, c in enumerate(calls):
-                if ok[i] and remaining[c.name] > 0:
-                    remaining[c.name] -= 1
-                    seen[c.name] += 1
-                    notes.append(_note(None, c.name, i, c, "matched", f"{c.name} expected and called"))
-                elif not ok[i] and c.name in want:
-                    notes.append(_note(None, c.name, i, c, "args_mismatch", f"{c.name} called with other arguments"))
-                elif c.name in want:
-                    notes.append(_note(None, None, i, c, "extra_call", f"{c.name} called more often than expected"))
-                else:
-                    notes.append(_note(None, None, i, c, "unexpected", f"{c.name} was not expected"))
-            for name, n in remaining.items():
-                for _ in range(n):
-                    notes.append(_note(None, name, None, None, "missing", f"{name} was not called"))
-        return passed
+            return want == got and bad == 0
+        if self.match == "superset":
+            return all(got[name] >= n for name, n in want.items())
+        # subset: every call is an expected one, within the expected multiplicity
+        return bad == 0 and all(n <= want[name] for name, n in got.items())
+
+    def _expected_list(self) -> list[str]:
+        return self.expected_tool_order or [self.expected_tool or ""]
+
+    # -- the explanation (opt-out with explain=False; linear too) --------------------------------
+    # Every expected entry appears exactly once (matched / missing / args_mismatch / out_of_order) and
+    # every actual call at most once; calls paired with no expected entry are listed as
+    # ``unexpected`` (a tool not expected at all) or ``extra_call`` (an expected tool called more
+    # often than expected). Whether those extra entries fail the run depends on the mode.
+    def _explain(self, calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
+        expected = self._expected_list()
+        if self.match != "ordered" or self.expected_tool_order is None:
+            return _explain_multiset(expected, calls, ok)
+        if self.strict_mode:
+            return _explain_strict_order(expected, calls, ok)
+        return _explain_lenient_order(expected, calls, ok)
 
     # -- public API -------------------------------------------------------------------------------
     def run(self, run: AgentRun, *, explain: bool = True) -> CodeScoreResult:
         """Score one run. Pure and synchronous: no I/O, linear in the number of calls."""
+        if MASTRA_MESSAGES in run.conventions and (not run.input_messages or not run.output_messages):
+            raise ValueError(EMPTY_RUN_ERROR)  # a Mastra-shaped run needs both sides, as in Mastra
         calls = run.scored_calls(self.include_framework_calls)
         ok = [self._args_ok(c) for c in calls] if self.args_match is not None else [True] * len(calls)
-        notes: list[CallMatch] | None = [] if explain else None
         has_calls = bool(calls)
-        correct_tool = False
-        if self.expected_tool is not None:
-            explain_single = not self.expected_tool_order and self.match == "ordered"
-            correct_tool = self._single(calls, ok, notes if explain_single else None)
-        correct_order: bool | None = None
-        if self.expected_tool_order is not None:
-            correct_order = self._ordered(calls, ok, notes if self.match == "ordered" else None)
+        correct_tool = self._single_passed(calls, ok) if self.expected_tool is not None else False
+        correct_order = self._ordered_passed(calls, ok) if self.expected_tool_order is not None else None
         if not has_calls:
             score = 0.0
         elif self.match != "ordered":
-            score = 1.0 if self._multiset(calls, ok, notes) else 0.0
+            score = 1.0 if self._multiset_passed(calls, ok) else 0.0
         elif self.expected_tool_order is not None:
             score = 1.0 if correct_order else 0.0
         else:
@@ -305,7 +258,7 @@ class ToolCallAccuracyCodeScorer:
             run_id=run.run_id,
             score=score,
             match=self.match,
-            explanation=notes or [],
+            explanation=self._explain(calls, ok) if explain else [],
             preprocess_step_result=CodePreprocessResult(
                 expected_tool=self.expected_tool,
                 actual_tools=[c.name for c in calls],
@@ -326,6 +279,16 @@ class ToolCallAccuracyCodeScorer:
             f"ToolCallAccuracyCodeScorer(expected_tool={self.expected_tool!r}, strict_mode={self.strict_mode}, "
             f"expected_tool_order={self.expected_tool_order!r}, match={self.match!r})"
         )
+
+
+def _decoded(actual: Any, expected: Any) -> Any:
+    """Arguments captured from spans are often a JSON string; compare them as the value they encode."""
+    if isinstance(actual, str) and not isinstance(expected, str):
+        try:
+            return json.loads(actual)
+        except ValueError:
+            return actual
+    return actual
 
 
 def _idx(value: int | None, fallback: int) -> int:
@@ -349,6 +312,109 @@ def _note(
         outcome=outcome,
         detail=detail,
     )
+
+
+def _leftovers(expected: Sequence[str], calls: list[ToolCall], used: list[bool]) -> list[CallMatch]:
+    """Calls paired with no expected entry: an expected tool called once more, or a tool not expected."""
+    names = set(expected)
+    notes: list[CallMatch] = []
+    for i, c in enumerate(calls):
+        if used[i]:
+            continue
+        if c.name in names:
+            notes.append(_note(None, None, i, c, "extra_call", f"{c.name} called more often than expected (call #{i})"))
+        else:
+            notes.append(_note(None, None, i, c, "unexpected", f"{c.name} was not expected (call #{i})"))
+    return notes
+
+
+def _explain_multiset(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
+    """Pair expected names with calls regardless of order: good calls first, then ones with other arguments."""
+    slots: dict[str, deque[int]] = defaultdict(deque)
+    for k, name in enumerate(expected):
+        slots[name].append(k)
+    paired: dict[int, tuple[int, str]] = {}
+    used = [False] * len(calls)
+    for want_ok in (True, False):
+        for i, c in enumerate(calls):
+            if ok[i] is want_ok and slots.get(c.name):
+                paired[slots[c.name].popleft()] = (i, "matched" if want_ok else "args_mismatch")
+                used[i] = True
+    notes: list[CallMatch] = []
+    for k, name in enumerate(expected):
+        if k not in paired:
+            notes.append(_note(k, name, None, None, "missing", f"{name} was not called"))
+            continue
+        i, outcome = paired[k]
+        detail = f"{name} called as call #{i}" if outcome == "matched" else f"{name} called with other arguments (call #{i})"
+        notes.append(_note(k, name, i, calls[i], outcome, detail))
+    return notes + _leftovers(expected, calls, used)
+
+
+def _explain_strict_order(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
+    """Position by position: the call at position k must be expected tool k."""
+    notes: list[CallMatch] = []
+    for k, name in enumerate(expected):
+        if k >= len(calls):
+            notes.append(_note(k, name, None, None, "missing", f"position {k}: {name} was not called"))
+            continue
+        c = calls[k]
+        if c.name == name:
+            outcome = "matched" if ok[k] else "args_mismatch"
+            detail = f"position {k}: {name}" + ("" if ok[k] else " called with other arguments")
+        else:
+            outcome, detail = "out_of_order", f"position {k}: expected {name}, called {c.name}"
+        notes.append(_note(k, name, k, c, outcome, detail))
+    used = [i < len(expected) for i in range(len(calls))]
+    return notes + _leftovers(expected, calls, used)
+
+
+def _explain_lenient_order(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
+    """Subsequence alignment that skips an expected tool it cannot place and goes on with the next.
+
+    Without a skip this is the greedy match of the rule, so all entries are ``matched`` exactly when
+    the run passes. A per-name cursor over call positions keeps it linear.
+    """
+    positions: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(calls):
+        if ok[i]:
+            positions[c.name].append(i)
+    cursor: dict[str, int] = defaultdict(int)
+    paired: dict[int, int] = {}
+    used = [False] * len(calls)
+    last = -1
+    for k, name in enumerate(expected):
+        pos, n = positions.get(name, []), cursor[name]
+        while n < len(pos) and pos[n] <= last:
+            n += 1
+        if n < len(pos):
+            paired[k], last = pos[n], pos[n]
+            used[pos[n]] = True
+            n += 1
+        cursor[name] = n
+    # An expected tool that could not be placed: called elsewhere (out of order), with other
+    # arguments, or not at all.
+    spare_ok: dict[str, deque[int]] = defaultdict(deque)
+    spare_bad: dict[str, deque[int]] = defaultdict(deque)
+    for i, c in enumerate(calls):
+        if not used[i]:
+            (spare_ok if ok[i] else spare_bad)[c.name].append(i)
+    notes: list[CallMatch] = []
+    for k, name in enumerate(expected):
+        if k in paired:
+            i = paired[k]
+            notes.append(_note(k, name, i, calls[i], "matched", f"{name} matched call #{i}"))
+        elif spare_ok.get(name):
+            i = spare_ok[name].popleft()
+            used[i] = True
+            notes.append(_note(k, name, i, calls[i], "out_of_order", f"{name} called (call #{i}), but not in the expected order"))
+        elif spare_bad.get(name):
+            i = spare_bad[name].popleft()
+            used[i] = True
+            notes.append(_note(k, name, i, calls[i], "args_mismatch", f"{name} called with other arguments (call #{i})"))
+        else:
+            notes.append(_note(k, name, None, None, "missing", f"{name} was not called"))
+    return notes + _leftovers(expected, calls, used)
 
 
 def create_tool_call_accuracy_scorer_code(
