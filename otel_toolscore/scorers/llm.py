@@ -1,0 +1,767 @@
+"""The LLM-judged tool-call-accuracy scorer (Mastra's ``createToolCallAccuracyScorerLLM``).
+
+Rules: ``spec/scorers.md``. One chat completion per run by default, asking for a JSON answer that
+validates against a strict schema derived from :class:`JudgeAnswer`. Talks to any OpenAI-compatible
+Chat Completions endpoint through the ``openai`` package, which is imported only when a client is
+built so that ``import otel_toolscore`` stays light.
+
+How the judge's answer is used (deterministic, never a made-up verdict):
+
+* evaluations are paired with the run's counted calls by position. When the names differ only in
+  order (same multiset), each call takes the first unused evaluation carrying its name; any other
+  mismatch (wrong count, unknown name) is an invalid answer;
+* an invalid answer (not JSON, wrong shape, mismatched evaluations) gets one corrective retry that
+  shows the judge its reply and the problem; a second invalid answer raises
+  ``JudgeError(kind="invalid_answer")``;
+* missing tools are trimmed, empties dropped and duplicates removed (first occurrence kept).
+
+Score = appropriate ÷ (evaluations + missing tools), rounded half-up to two decimals; no calls and
+nothing missing → 1.0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Generator, Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from ..model import AgentRun, ToolCall, ToolDefinition
+from ..redact import Redactor, resolve_redactor
+from . import _judge_prompt as prompt
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+
+__all__ = [
+    "AnswerMismatchError",
+    "JudgeAnalysis",
+    "JudgeAnswer",
+    "JudgeError",
+    "JudgeErrorKind",
+    "JudgeReason",
+    "JudgeToolEvaluation",
+    "JudgeUsage",
+    "LLMAnalyzeResult",
+    "LLMScoreResult",
+    "ToolCallAccuracyLLMScorer",
+    "ToolEvaluation",
+    "align_evaluations",
+    "build_judge_messages",
+    "compute_score",
+    "create_tool_call_accuracy_scorer_llm",
+    "estimate_tokens",
+    "forget_endpoint_capabilities",
+    "normalise_tools",
+    "response_format_for",
+    "score_answer",
+]
+
+JudgeErrorKind = Literal["timeout", "rate_limited", "error", "invalid_answer"]
+ToolSpec = ToolDefinition | Mapping[str, Any] | str
+
+DEFAULT_MAX_TEXT_CHARS = 4000
+DEFAULT_MAX_ARGUMENT_CHARS = 1000
+# The bad reply echoed back in a corrective retry is cut to this size (it costs prompt tokens).
+_MAX_ECHO_CHARS = 2000
+
+
+# -- what the judge answers -----------------------------------------------------------------------
+class _Answer(BaseModel):
+    # Extra keys are allowed in an answer and ignored; the schema sent to the judge forbids them.
+    model_config = ConfigDict(extra="ignore")
+
+
+class JudgeToolEvaluation(_Answer):
+    tool_called: str = Field(validation_alias=AliasChoices("tool_called", "toolCalled"))
+    was_appropriate: bool = Field(validation_alias=AliasChoices("was_appropriate", "wasAppropriate"))
+    reasoning: str
+
+
+class JudgeAnalysis(_Answer):
+    """The analysis half of an answer (the first request in two-step mode)."""
+
+    evaluations: list[JudgeToolEvaluation]
+    missing_tools: list[str] = Field(validation_alias=AliasChoices("missing_tools", "missingTools"))
+
+
+class JudgeAnswer(JudgeAnalysis):
+    """The judge's whole answer in one-request mode."""
+
+    reason: str
+
+
+class JudgeReason(_Answer):
+    """The second request's answer in two-step mode."""
+
+    reason: str
+
+
+# -- what the scorer returns ----------------------------------------------------------------------
+class _Result(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class ToolEvaluation(_Result):
+    tool_called: str
+    was_appropriate: bool
+    reasoning: str
+
+
+class LLMAnalyzeResult(_Result):
+    evaluations: list[ToolEvaluation]
+    missing_tools: list[str]
+
+
+class JudgeUsage(_Result):
+    """Cost accounting for one scored run, summed over every request made for it."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    requests: int = 0
+    latency_s: float = 0.0
+    structured_output: bool = True  # False when the answer came from the JSON-in-prompt fallback
+
+
+class LLMScoreResult(_Result):
+    run_id: str
+    score: float
+    reason: str
+    analyze_step_result: LLMAnalyzeResult
+    usage: JudgeUsage
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= 1.0
+
+    @property
+    def label(self) -> str:
+        return "pass" if self.passed else "fail"
+
+
+class JudgeError(Exception):
+    """The judge could not produce a usable verdict; ``kind`` says why (for counting)."""
+
+    def __init__(
+        self,
+        kind: JudgeErrorKind,
+        message: str,
+        *,
+        status_code: int | None = None,
+        usage: JudgeUsage | None = None,
+    ) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind: JudgeErrorKind = kind
+        self.message = message
+        self.status_code = status_code
+        self.usage = usage
+
+
+class AnswerMismatchError(ValueError):
+    """The judge's evaluations cannot be paired with the run's calls."""
+
+
+# -- pure parts: tools, messages, score -----------------------------------------------------------
+def normalise_tools(tools: Sequence[ToolSpec] | None) -> list[ToolDefinition]:
+    """Tool references in any accepted shape as :class:`ToolDefinition` s.
+
+    Accepts ``ToolDefinition``, ``{name|id, description}``, OpenAI tool definitions
+    (``{type: function, function: {name, description, parameters}}``), OTel
+    ``gen_ai.tool.definitions`` entries and bare names (Mastra's exporter lists names only).
+    """
+    out: list[ToolDefinition] = []
+    for tool in tools or ():
+        if isinstance(tool, ToolDefinition):
+            out.append(tool)
+        elif isinstance(tool, str):
+            out.append(ToolDefinition(name=tool))
+        elif isinstance(tool, Mapping):
+            inner = tool.get("function")
+            data = inner if isinstance(inner, Mapping) else tool
+            if not (data.get("name") or data.get("id")):
+                raise ValueError(f"a tool definition needs a name (or id): {dict(tool)!r}")
+            out.append(ToolDefinition.model_validate(data))
+        else:
+            raise TypeError(f"unsupported tool definition: {type(tool).__name__}")
+    return out
+
+
+def compute_score(evaluations: Sequence[ToolEvaluation | JudgeToolEvaluation | bool], missing_tools: Sequence[str]) -> float:
+    """appropriate ÷ (evaluations + missing tools), half-up to 2 decimals; nothing at all → 1.0."""
+    total = len(evaluations) + len(missing_tools)
+    if total == 0:
+        return 1.0
+    appropriate = sum(1 for e in evaluations if (e if isinstance(e, bool) else e.was_appropriate))
+    value = (Decimal(appropriate) / Decimal(total)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return float(value)
+
+
+def _clean_missing(names: Sequence[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for name in names:
+        name = name.strip()
+        if name:
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+def align_evaluations(evaluations: Sequence[JudgeToolEvaluation], calls: Sequence[ToolCall]) -> list[ToolEvaluation]:
+    """Pair evaluations with calls one for one (see the module docstring); raise on any mismatch."""
+    if len(evaluations) != len(calls):
+        raise AnswerMismatchError(
+            f"expected {len(calls)} evaluation(s), one per numbered call, but got {len(evaluations)}"
+        )
+
+    def key(name: str) -> str:
+        return name.strip()
+
+    def names_of(call: ToolCall) -> set[str]:
+        # The prompt shows names neutralised and on one line; accept either spelling back.
+        return {key(call.name), key(prompt.neutralise(prompt.one_line(call.name)))}
+
+    if all(key(e.tool_called) in names_of(c) for e, c in zip(evaluations, calls, strict=True)):
+        pairs = list(zip(evaluations, calls, strict=True))
+    else:
+        pool: dict[str, deque[JudgeToolEvaluation]] = defaultdict(deque)
+        for e in evaluations:
+            pool[key(e.tool_called)].append(e)
+        pairs = []
+        for n, call in enumerate(calls, 1):
+            bucket = next((pool[k] for k in sorted(names_of(call)) if pool.get(k)), None)
+            if bucket is None:
+                got = [e.tool_called for e in evaluations]
+                raise AnswerMismatchError(
+                    f"call {n} ({call.name!r}) has no evaluation; evaluations named {got}"
+                )
+            pairs.append((bucket.popleft(), call))
+    return [
+        ToolEvaluation(tool_called=c.name, was_appropriate=e.was_appropriate, reasoning=e.reasoning.strip())
+        for e, c in pairs
+    ]
+
+
+def score_answer(
+    answer: JudgeAnalysis | Mapping[str, Any], calls: Sequence[ToolCall]
+) -> tuple[float, LLMAnalyzeResult]:
+    """Validate and align a judge answer against the counted calls; return (score, analysis)."""
+    parsed = answer if isinstance(answer, JudgeAnalysis) else JudgeAnalysis.model_validate(answer)
+    analysis = LLMAnalyzeResult(
+        evaluations=align_evaluations(parsed.evaluations, calls),
+        missing_tools=_clean_missing(parsed.missing_tools),
+    )
+    return compute_score(analysis.evaluations, analysis.missing_tools), analysis
+
+
+def _inline_strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema made strict-mode friendly: refs inlined, every property required,
+    no additional properties, no titles (some OpenAI-compatible servers reject ``$ref``)."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
+            out = {k: walk(v) for k, v in node.items() if k not in ("$defs", "title", "default", "description")}
+            if out.get("type") == "object" and "properties" in out:
+                out["required"] = list(out["properties"])
+                out["additionalProperties"] = False
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    result: dict[str, Any] = walk(schema)
+    return result
+
+
+_SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    if model not in _SCHEMAS:
+        _SCHEMAS[model] = _inline_strict(model.model_json_schema())
+    return _SCHEMAS[model]
+
+
+def response_format_for(model: type[BaseModel] = JudgeAnswer) -> dict[str, Any]:
+    """The ``response_format`` request parameter (strict ``json_schema``) for an answer model."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": f"tool_call_accuracy_{model.__name__.lower()}", "strict": True, "schema": _schema(model)},
+    }
+
+
+def _user_request(run: AgentRun) -> str | None:
+    if run.user_query:
+        return run.user_query
+    texts = [m.content for m in run.input_messages if m.role == "user" and m.content]
+    return "\n\n".join(texts) or None
+
+
+def _agent_response(run: AgentRun) -> str | None:
+    if run.final_output:
+        return run.final_output
+    texts = [m.content for m in run.output_messages if m.role == "assistant" and m.content]
+    return "\n\n".join(texts) or None
+
+
+def build_judge_messages(
+    run: AgentRun,
+    available_tools: Sequence[ToolSpec] | None = None,
+    *,
+    include_arguments: bool = False,
+    include_results: bool = False,
+    redact: bool | Redactor | Sequence[Redactor] | None = None,
+    json_in_prompt: bool = False,
+    with_reason: bool = True,
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+    max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
+) -> list[dict[str, str]]:
+    """The chat messages of the (analysis) request for one run. Pure: no I/O, deterministic.
+
+    ``json_in_prompt`` adds the JSON schema to the system message (for endpoints without
+    ``response_format``); ``with_reason=False`` asks for the analysis only (two-step mode).
+    The run's own tool definitions, when it has any, replace ``available_tools``.
+    """
+    tools = run.available_tools or normalise_tools(available_tools)
+    answer_model: type[BaseModel] = JudgeAnswer if with_reason else JudgeAnalysis
+    system = prompt.SYSTEM_RULES + "\n" + (prompt.ANSWER_FORMAT if with_reason else prompt.ANSWER_FORMAT_NO_REASON)
+    if json_in_prompt:
+        system += prompt.SCHEMA_IN_PROMPT.format(schema=json.dumps(_schema(answer_model), separators=(",", ":")))
+    data = prompt.format_run_data(
+        user_request=_user_request(run),
+        agent_response=_agent_response(run),
+        calls=run.scored_calls(),
+        tools=tools,
+        include_arguments=include_arguments,
+        include_results=include_results,
+        redact=resolve_redactor(redact),
+        max_text_chars=max_text_chars,
+        max_argument_chars=max_argument_chars,
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": f"{data}\n\n{prompt.TASK}"}]
+
+
+def _reason_messages(analysis_messages: list[dict[str, str]], analysis: LLMAnalyzeResult, score: float) -> list[dict[str, str]]:
+    data = analysis_messages[-1]["content"].rsplit("\n\n", 1)[0]  # the <run_data> block, without the task line
+    findings = json.dumps(analysis.model_dump(), ensure_ascii=False)
+    request = prompt.REASON_REQUEST.format(analysis=prompt.neutralise(findings), score=score)
+    return [{"role": "system", "content": prompt.REASON_SYSTEM}, {"role": "user", "content": f"{data}\n\n{request}"}]
+
+
+def estimate_tokens(messages: Sequence[Mapping[str, Any]], *, response_format: Mapping[str, Any] | None = None) -> int:
+    """A rough prompt size (≈ characters ÷ 4, plus a few tokens per message) for budgeting."""
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    if response_format is not None:
+        chars += len(json.dumps(response_format, separators=(",", ":")))
+    return chars // 4 + 4 * len(messages) + 1
+
+
+# -- endpoints that reject response_format --------------------------------------------------------
+_NO_RESPONSE_FORMAT: set[str] = set()
+_ENDPOINTS_LOCK = threading.Lock()
+_REJECTION_HINTS = ("response_format", "response-format", "json_schema", "json schema", "structured output", "schema")
+
+
+def forget_endpoint_capabilities() -> None:
+    """Forget which endpoints were found to reject ``response_format`` (they are re-probed)."""
+    with _ENDPOINTS_LOCK:
+        _NO_RESPONSE_FORMAT.clear()
+
+
+def _lacks_response_format(endpoint: str) -> bool:
+    with _ENDPOINTS_LOCK:
+        return endpoint in _NO_RESPONSE_FORMAT
+
+
+def _mark_lacks_response_format(endpoint: str) -> None:
+    with _ENDPOINTS_LOCK:
+        _NO_RESPONSE_FORMAT.add(endpoint)
+
+
+def _status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _rejects_response_format(exc: BaseException) -> bool:
+    """A 400/422 whose message or body names the structured-output parameter."""
+    if _status_of(exc) not in (400, 422):
+        return False
+    text = f"{exc} {getattr(exc, 'body', '')}".lower()
+    return any(hint in text for hint in _REJECTION_HINTS)
+
+
+def _to_judge_error(exc: BaseException, usage: JudgeUsage) -> JudgeError:
+    import openai
+
+    status = _status_of(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return JudgeError("timeout", f"the judge did not answer in time ({exc})", usage=usage)
+    if isinstance(exc, openai.RateLimitError):
+        return JudgeError("rate_limited", f"rate limited by the judge endpoint after retries ({exc})", status_code=status, usage=usage)
+    if isinstance(exc, openai.APIStatusError):
+        return JudgeError("error", f"the judge endpoint answered HTTP {status} ({exc})", status_code=status, usage=usage)
+    if isinstance(exc, openai.APIConnectionError):
+        return JudgeError("error", f"could not reach the judge endpoint ({exc})", usage=usage)
+    return JudgeError("error", f"{type(exc).__name__}: {exc}", status_code=status, usage=usage)
+
+
+def _json_text(content: str) -> str:
+    """The JSON object inside a reply, tolerating code fences and text around it."""
+    start, end = content.find("{"), content.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("the reply holds no JSON object")
+    return content[start : end + 1]
+
+
+# -- the request protocol, shared by the sync and async drivers ---------------------------------------
+_T = TypeVar("_T")
+# The protocol yields request keyword arguments and receives either a response or the exception
+# the client raised; both drivers just perform the I/O.
+_Protocol = Generator[dict[str, Any], Any, _T]
+
+
+class _Tally:
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.requests = 0
+        self.structured = True
+        self.started = time.perf_counter()
+
+    def add(self, response: Any) -> None:
+        usage = getattr(response, "usage", None)
+        self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        model = getattr(response, "model", None)
+        if isinstance(model, str) and model:
+            self.model = model
+
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage(
+            model=self.model,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            total_tokens=self.prompt_tokens + self.completion_tokens,
+            requests=self.requests,
+            latency_s=round(time.perf_counter() - self.started, 6),
+            structured_output=self.structured,
+        )
+
+
+def _reply_text(response: Any) -> str:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ValueError("the response holds no choices")
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if not isinstance(content, str) or not content.strip():
+        refusal = getattr(message, "refusal", None)
+        raise ValueError(f"the judge refused: {refusal}" if refusal else "the reply is empty")
+    return content
+
+
+class ToolCallAccuracyLLMScorer:
+    """Judges with an LLM whether each tool call of a run was appropriate, and what was missing.
+
+    Args:
+        model: model name at the endpoint; Mastra's ``"openai/<model>"`` prefix is stripped.
+        available_tools: the tool reference (any shape :func:`normalise_tools` accepts); a run's own
+            tool definitions take precedence.
+        base_url, api_key: the endpoint; default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+        client: a ready ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (used as it is: its own timeout
+            and retry settings apply).
+        timeout: seconds per request; max_retries: retries of 408/409/429/5xx and connection errors
+            by the ``openai`` client (exponential backoff, ``Retry-After`` honoured up to its cap).
+        include_arguments / include_results: send call arguments / results to the judge (after
+            ``redact`` and truncation to ``max_argument_chars``).
+        redact: ``None``/``True`` built-in redactors, ``False`` none, or a callable / sequence of them.
+        separate_reason_call: Mastra's two requests (analysis, then reason) instead of one.
+        request_options: extra keyword arguments for every request (``temperature``, ``max_tokens``...).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        available_tools: Sequence[ToolSpec] | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: OpenAI | AsyncOpenAI | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        include_arguments: bool = False,
+        include_results: bool = False,
+        redact: bool | Redactor | Sequence[Redactor] | None = None,
+        separate_reason_call: bool = False,
+        max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+        max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
+        request_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not model or not model.strip():
+            raise ValueError("model must be a non-empty model name")
+        self.model = model.strip().removeprefix("openai/")
+        self.available_tools = normalise_tools(available_tools)
+        self.base_url = base_url
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.include_arguments = include_arguments
+        self.include_results = include_results
+        self.redactor: Redactor = resolve_redactor(redact)
+        self.separate_reason_call = separate_reason_call
+        self.max_text_chars = max_text_chars
+        self.max_argument_chars = max_argument_chars
+        self.request_options = dict(request_options or {})
+        self._api_key = api_key
+        self._sync_client: Any = None
+        self._async_client: Any = None
+        # With a client given, the other flavour is never built: its settings stay the caller's.
+        self._given: Literal["sync", "async"] | None = None
+        if client is not None:
+            if _is_async_client(client):
+                self._async_client, self._given = client, "async"
+            else:
+                self._sync_client, self._given = client, "sync"
+        self._lock = threading.Lock()
+
+    # -- pure helpers -------------------------------------------------------------------------------
+    def build_messages(self, run: AgentRun, *, json_in_prompt: bool = False) -> list[dict[str, str]]:
+        """The messages this scorer sends for ``run`` (first request)."""
+        return build_judge_messages(
+            run,
+            self.available_tools,
+            include_arguments=self.include_arguments,
+            include_results=self.include_results,
+            redact=self.redactor,
+            json_in_prompt=json_in_prompt,
+            with_reason=not self.separate_reason_call,
+            max_text_chars=self.max_text_chars,
+            max_argument_chars=self.max_argument_chars,
+        )
+
+    def estimate_prompt_tokens(self, run: AgentRun) -> int:
+        """Rough prompt tokens of the first request, for budgets before anything is sent."""
+        model = JudgeAnalysis if self.separate_reason_call else JudgeAnswer
+        return estimate_tokens(self.build_messages(run), response_format=response_format_for(model))
+
+    # -- clients --------------------------------------------------------------------------------------
+    def _client_kwargs(self) -> dict[str, Any]:
+        base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
+        if api_key is None and base_url is not None:
+            api_key = "unused"  # local OpenAI-compatible servers usually need no key; the client insists on one
+        return {"base_url": base_url, "api_key": api_key, "timeout": self.timeout, "max_retries": self.max_retries}
+
+    def _get_sync_client(self) -> Any:
+        with self._lock:
+            if self._sync_client is None:
+                import openai
+
+                self._sync_client = openai.OpenAI(**self._client_kwargs())
+            return self._sync_client
+
+    def _get_async_client(self) -> Any:
+        with self._lock:
+            if self._async_client is None:
+                import openai
+
+                self._async_client = openai.AsyncOpenAI(**self._client_kwargs())
+            return self._async_client
+
+    # -- the protocol -----------------------------------------------------------------------------------
+    def _ask(
+        self,
+        tally: _Tally,
+        endpoint: str,
+        build: Callable[[bool], list[dict[str, str]]],
+        answer_model: type[BaseModel],
+        accept: Callable[[Any], _T],
+    ) -> _Protocol[_T]:
+        """One question to the judge: structured-output fallback, then one corrective retry."""
+        structured = not _lacks_response_format(endpoint)
+        messages = build(not structured)
+        corrected = False
+        while True:
+            request: dict[str, Any] = {**self.request_options, "model": self.model, "messages": messages}
+            if structured:
+                request["response_format"] = response_format_for(answer_model)
+            tally.requests += 1
+            outcome = yield request
+            tally.structured = tally.structured and structured
+            reply: str | None = None
+            if isinstance(outcome, BaseException):
+                if structured and _rejects_response_format(outcome):
+                    _mark_lacks_response_format(endpoint)
+                    structured = False
+                    messages = build(True)
+                    continue
+                if not _is_response_validation_error(outcome):
+                    raise _to_judge_error(outcome, tally.usage()) from outcome
+                problem = "the HTTP response was not a chat completion"
+            else:
+                tally.add(outcome)
+                try:
+                    reply = _reply_text(outcome)
+                    return accept(answer_model.model_validate_json(_json_text(reply)))
+                except ValidationError as exc:
+                    problem = "the JSON does not match the required format: " + "; ".join(
+                        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]
+                    )
+                except ValueError as exc:  # includes AnswerMismatchError
+                    problem = str(exc)
+            if corrected:
+                raise JudgeError("invalid_answer", f"unusable answer after a corrective retry: {problem}", usage=tally.usage())
+            corrected = True
+            if reply is not None:
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": prompt.truncate(reply, _MAX_ECHO_CHARS)},
+                    {"role": "user", "content": prompt.CORRECTION.format(problem=problem)},
+                ]
+
+    def _protocol(self, run: AgentRun, endpoint: str) -> _Protocol[LLMScoreResult]:
+        calls = run.scored_calls()
+        tally = _Tally(self.model)
+
+        def build(json_in_prompt: bool) -> list[dict[str, str]]:
+            return self.build_messages(run, json_in_prompt=json_in_prompt)
+
+        def accept(answer: JudgeAnalysis) -> tuple[float, LLMAnalyzeResult, str | None]:
+            score, analysis = score_answer(answer, calls)
+            return score, analysis, answer.reason if isinstance(answer, JudgeAnswer) else None
+
+        if not self.separate_reason_call:
+            score, analysis, reason = yield from self._ask(tally, endpoint, build, JudgeAnswer, accept)
+        else:
+            score, analysis, _ = yield from self._ask(tally, endpoint, build, JudgeAnalysis, accept)
+            first = build(False)
+
+            def build_reason(json_in_prompt: bool) -> list[dict[str, str]]:
+                messages = _reason_messages(first, analysis, score)
+                if json_in_prompt:
+                    schema = json.dumps(_schema(JudgeReason), separators=(",", ":"))
+                    messages[0]["content"] += prompt.SCHEMA_IN_PROMPT.format(schema=schema)
+                return messages
+
+            reason = (yield from self._ask(tally, endpoint, build_reason, JudgeReason, lambda a: a.reason))
+        return LLMScoreResult(
+            run_id=run.run_id,
+            score=score,
+            reason=(reason or "").strip(),
+            analyze_step_result=analysis,
+            usage=tally.usage(),
+        )
+
+    # -- drivers ---------------------------------------------------------------------------------------
+    def run(self, run: AgentRun) -> LLMScoreResult:
+        """Score one run, blocking. Raises :class:`JudgeError` when no usable verdict was obtained."""
+        if self._given == "async":
+            return asyncio.run(self.arun(run))  # cannot be called from inside a running event loop
+        client = self._get_sync_client()
+        import openai
+
+        protocol = self._protocol(run, str(client.base_url))
+        request = next(protocol)
+        while True:
+            outcome: Any
+            try:
+                outcome = client.chat.completions.create(**request)
+            except (openai.OpenAIError, json.JSONDecodeError) as exc:  # a non-JSON body surfaces as the latter
+                outcome = exc
+            try:
+                request = protocol.send(outcome)
+            except StopIteration as done:
+                result: LLMScoreResult = done.value
+                return result
+
+    async def arun(self, run: AgentRun) -> LLMScoreResult:
+        """Score one run without blocking the event loop."""
+        if self._given == "sync":
+            return await asyncio.to_thread(self.run, run)
+        client = self._get_async_client()
+        import openai
+
+        protocol = self._protocol(run, str(client.base_url))
+        request = next(protocol)
+        while True:
+            outcome: Any
+            try:
+                outcome = await client.chat.completions.create(**request)
+            except (openai.OpenAIError, json.JSONDecodeError) as exc:  # a non-JSON body surfaces as the latter
+                outcome = exc
+            try:
+                request = protocol.send(outcome)
+            except StopIteration as done:
+                result: LLMScoreResult = done.value
+                return result
+
+    def close(self) -> None:
+        """Close the sync client this scorer built (an async one is closed by ``aclose``)."""
+        if self._sync_client is not None:
+            self._sync_client.close()
+
+    async def aclose(self) -> None:
+        if self._async_client is not None:
+            await self._async_client.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolCallAccuracyLLMScorer(model={self.model!r}, tools={[t.name for t in self.available_tools]!r}, "
+            f"include_arguments={self.include_arguments}, separate_reason_call={self.separate_reason_call})"
+        )
+
+
+def _is_async_client(client: Any) -> bool:
+    import openai
+
+    return isinstance(client, openai.AsyncOpenAI)
+
+
+def _is_response_validation_error(exc: BaseException) -> bool:
+    """The endpoint answered 2xx but not with a chat completion (bad JSON or wrong shape)."""
+    import openai
+
+    return isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError))
+
+
+def create_tool_call_accuracy_scorer_llm(
+    model: str,
+    available_tools: Sequence[ToolSpec] | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    client: OpenAI | AsyncOpenAI | None = None,
+    timeout: float = 30.0,
+    max_retries: int = 2,
+    include_arguments: bool = False,
+    redact: bool | Redactor | Sequence[Redactor] | None = None,
+    separate_reason_call: bool = False,
+    **options: Any,
+) -> ToolCallAccuracyLLMScorer:
+    """Mastra's ``createToolCallAccuracyScorerLLM`` in Python; ``options`` are the extra keyword
+    arguments of :class:`ToolCallAccuracyLLMScorer` (``include_results``, size limits, ``request_options``)."""
+    return ToolCallAccuracyLLMScorer(
+        model,
+        available_tools,
+        base_url=base_url,
+        api_key=api_key,
+        client=client,
+        timeout=timeout,
+        max_retries=max_retries,
+        include_arguments=include_arguments,
+        redact=redact,
+        separate_reason_call=separate_reason_call,
+        **options,
+    )

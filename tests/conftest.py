@@ -1,0 +1,15 @@
+"""Shared pytest setup. Keep it minimal: fixtures live in ``tests/support``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# ``tests.support`` must import the same way however pytest is launched (``pytest`` or ``python -m pytest``).
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.support.fixtures import openai_env, openai_server  # noqa: E402
+
+__all__ = ["openai_env", "openai_server"]

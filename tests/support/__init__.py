@@ -1,0 +1,1 @@
+"""Reusable test support: a local OpenAI-compatible server and its pytest fixtures."""
