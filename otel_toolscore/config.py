@@ -1,0 +1,117 @@
+"""Settings shared by the span processor and the scoring service.
+
+Every setting is a constructor argument and an ``OTEL_TOOLSCORE_<NAME>`` environment variable
+(constructor arguments win, as in the OpenTelemetry SDK). An unknown ``OTEL_TOOLSCORE_*`` variable
+or a value of the wrong type fails at start with one message naming the key: a typo in a limit
+must not silently fall back to a default in production.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = ["ENV_PREFIX", "ConfigError", "Settings"]
+
+ENV_PREFIX = "OTEL_TOOLSCORE_"
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or invalid; the message names the key."""
+
+
+class Settings(BaseModel):
+    """Limits and switches of the online pipeline. Defaults suit a production agent service."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # -- what is written ---------------------------------------------------------------------------
+    span_attributes: bool = Field(True, description="Write score attributes on a copy of the run's root span.")
+    openinference_annotations: bool = Field(
+        True, description="Also write OpenInference `annotations.N.annotation.*` attributes (Phoenix)."
+    )
+    events: bool = Field(True, description="Emit `gen_ai.evaluation.result` log records.")
+    metrics: bool = Field(True, description="Record the score histogram and the funnel counters.")
+    max_attribute_tools: int = Field(
+        64, ge=1, le=4096, description="Most tool names written to `toolscore.code.actual_tools`."
+    )
+    max_metric_agents: int = Field(
+        100, ge=0, le=10_000, description="Distinct agent names used as a metric attribute before `_OTHER`."
+    )
+    include_framework_calls: bool = Field(
+        False, description="Count framework calls (handoffs, output tools) when scoring."
+    )
+    # -- expectations -----------------------------------------------------------------------------
+    rules: str | None = Field(None, description="Path of a YAML/TOML expectation rules file.")
+    expected_tool: str | None = Field(None, description="Default expected tool for runs no rule matches.")
+    expected_tool_order: tuple[str, ...] | None = Field(
+        None, description="Default expected order (comma-separated in the environment)."
+    )
+    strict_mode: bool = Field(False, description="Strict mode for the default expectation.")
+    # -- limits (each has a counter of what it dropped) ------------------------------------------
+    max_pending_traces: int = Field(10_000, ge=1, le=10_000_000, description="Traces buffered at once.")
+    max_spans_per_trace: int = Field(2_000, ge=1, le=1_000_000, description="Span facts kept per trace.")
+    max_calls_per_run: int = Field(1_000, ge=1, le=1_000_000, description="Tool calls kept per run.")
+    max_content_chars: int = Field(8_192, ge=0, le=10_000_000, description="Characters kept per text value.")
+    root_grace_ms: int = Field(
+        500, ge=0, le=600_000, description="How long a run's root is held while its descendants are open."
+    )
+    trace_timeout_s: float = Field(
+        300.0, gt=0, le=86_400, description="A trace pending longer than this is evicted (root never ended)."
+    )
+    emit_queue_size: int = Field(10_000, ge=1, le=10_000_000, description="Scored runs waiting to be emitted.")
+    capture_content: bool | None = Field(
+        None,
+        description="Keep prompts/answers/arguments while a run is pending; default: only when a judge is set.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.expected_tool_order is not None and len(self.expected_tool_order) == 0:
+            raise ValueError("expected_tool_order must not be empty")
+        return self
+
+    @classmethod
+    def field_env_name(cls, name: str) -> str:
+        return ENV_PREFIX + name.upper()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> Settings:
+        """Settings from ``OTEL_TOOLSCORE_*`` variables, overridden by explicit arguments."""
+        env = os.environ if environ is None else environ
+        known = {cls.field_env_name(n): n for n in cls.model_fields}
+        values: dict[str, Any] = {}
+        for key, raw in env.items():
+            if not key.startswith(ENV_PREFIX) or key in _FOREIGN_KEYS or key.startswith(_FOREIGN_PREFIXES):
+                continue
+            name = known.get(key)
+            if name is None:
+                raise ConfigError(f"unknown setting {key}; known settings: {', '.join(sorted(known))}")
+            values[name] = _parse_env(name, raw)
+        unknown = set(overrides) - set(cls.model_fields)
+        if unknown:
+            raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "settings"
+            key = cls.field_env_name(loc) if loc in cls.model_fields else loc
+            raise ConfigError(f"invalid setting {key} ({loc}): {err['msg']}") from None
+
+
+# Variables with our prefix that other parts read (and check) themselves: the judge, the service.
+_FOREIGN_KEYS: frozenset[str] = frozenset({ENV_PREFIX + "ENABLED"})
+_FOREIGN_PREFIXES: tuple[str, ...] = (ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVICE_")
+
+
+def _parse_env(name: str, raw: str) -> Any:
+    if name == "expected_tool_order":
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
+    if raw.strip() == "" and name in ("rules", "expected_tool", "capture_content"):
+        return None
+    return raw.strip()

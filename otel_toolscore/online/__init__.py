@@ -1,0 +1,1 @@
+"""The online pipeline: span processor, per-trace buffers, expectations, judge sampling."""

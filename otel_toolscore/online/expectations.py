@@ -1,0 +1,252 @@
+"""What the code scorer expects of a run, and where that comes from.
+
+First match wins: the application's own word for this run (``expect(...)``, or the same keys as
+span attributes or baggage), then rules from configuration (agent name, root-span attributes, a
+regex over the user's request when it was captured), then the constructor/environment default. A
+run with no expectation is not code-scored; the processor counts it as ``no_expectation``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..model import AgentRun
+from ..scorers.code import MatchMode, ToolCallAccuracyCodeScorer
+
+__all__ = [
+    "ATTR_EXPECT_STRICT",
+    "ATTR_EXPECT_TOOL",
+    "ATTR_EXPECT_TOOL_ORDER",
+    "Expectation",
+    "RulesError",
+    "current_expectation",
+    "expect",
+    "expectation_from_attributes",
+    "load_rules",
+    "resolve",
+]
+
+# Keys an application sets on the run's root span or in baggage (canary jobs, golden queries).
+ATTR_EXPECT_TOOL = "toolscore.expect.tool"
+ATTR_EXPECT_TOOL_ORDER = "toolscore.expect.tool_order"
+ATTR_EXPECT_STRICT = "toolscore.expect.strict"
+
+
+class RulesError(ValueError):
+    """A rules file cannot be read or has an invalid rule; the message names the file and the key."""
+
+
+class Expectation(BaseModel):
+    """An expected tool or tool order, optionally restricted to the runs a rule matches.
+
+    Matching fields (all optional; all given must match): ``agent_name`` (exact), ``query_regex``
+    (searched in the user's request; never matches a run whose request was not captured),
+    ``attributes`` (equality on the root span's attributes).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    agent_name: str | None = None
+    query_regex: str | None = None
+    attributes: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    expected_tool: str | None = None
+    expected_tool_order: tuple[str, ...] | None = None
+    strict_mode: bool = False
+    match: MatchMode = "ordered"
+    expected_arguments: dict[str, Any] | None = None
+    args_match: Literal["exact", "subset"] | None = None
+
+    @field_validator("query_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"query_regex does not compile: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _has_expectation(self) -> Expectation:
+        # Builds the scorer once so an impossible expectation fails at load time, not per run.
+        _ = self.scorer
+        return self
+
+    @cached_property
+    def scorer(self) -> ToolCallAccuracyCodeScorer:
+        return ToolCallAccuracyCodeScorer(
+            self.expected_tool,
+            self.strict_mode,
+            self.expected_tool_order,
+            match=self.match,
+            expected_arguments=self.expected_arguments,
+            args_match=self.args_match,
+        )
+
+    @cached_property
+    def scorer_with_framework_calls(self) -> ToolCallAccuracyCodeScorer:
+        """The same scorer, also counting framework calls (handoffs, output tools)."""
+        return ToolCallAccuracyCodeScorer(
+            self.expected_tool,
+            self.strict_mode,
+            self.expected_tool_order,
+            match=self.match,
+            expected_arguments=self.expected_arguments,
+            args_match=self.args_match,
+            include_framework_calls=True,
+        )
+
+    @cached_property
+    def _regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.query_regex) if self.query_regex else None
+
+    @property
+    def has_criteria(self) -> bool:
+        return bool(self.agent_name or self.query_regex or self.attributes)
+
+    def matches(self, run: AgentRun) -> bool:
+        if self.agent_name is not None and run.agent_name != self.agent_name:
+            return False
+        if self._regex is not None and (run.user_query is None or not self._regex.search(run.user_query)):
+            return False
+        return all(run.attributes.get(k) == v for k, v in self.attributes.items())
+
+
+# -- per-request expectations (context) ------------------------------------------------------------
+_CURRENT: contextvars.ContextVar[Expectation | None] = contextvars.ContextVar("toolscore_expectation", default=None)
+
+
+def current_expectation() -> Expectation | None:
+    return _CURRENT.get()
+
+
+@contextmanager
+def expect(
+    expected_tool: str | None = None,
+    expected_tool_order: Sequence[str] | None = None,
+    strict_mode: bool = False,
+    **options: Any,
+) -> Iterator[Expectation]:
+    """Set the expectation for the agent runs started inside the block (top-level runs only).
+
+    Works as a context manager or a decorator, across ``await`` and in asyncio tasks started inside
+    (it is a context variable, like the OpenTelemetry context). Nested agent runs are scored by rules.
+    """
+    exp = Expectation(
+        expected_tool=expected_tool,
+        expected_tool_order=tuple(expected_tool_order) if expected_tool_order is not None else None,
+        strict_mode=strict_mode,
+        **options,
+    )
+    token = _CURRENT.set(exp)
+    try:
+        yield exp
+    finally:
+        _CURRENT.reset(token)
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def expectation_from_attributes(attrs: Mapping[str, Any] | None) -> Expectation | None:
+    """An expectation from ``toolscore.expect.*`` span attributes or baggage entries, if any."""
+    if not attrs:
+        return None
+    tool = attrs.get(ATTR_EXPECT_TOOL)
+    order = attrs.get(ATTR_EXPECT_TOOL_ORDER)
+    if tool is None and order is None:
+        return None
+    if isinstance(order, str):
+        order = tuple(p.strip() for p in order.split(",") if p.strip())
+    elif order is not None:
+        order = tuple(str(p) for p in order)
+    try:
+        return Expectation(
+            name="attributes",
+            expected_tool=str(tool) if tool else None,
+            expected_tool_order=order or None,
+            strict_mode=_as_bool(attrs.get(ATTR_EXPECT_STRICT, False)),
+        )
+    except ValidationError:
+        return None  # malformed attributes are the caller's to count; they must not raise here
+
+
+# -- rules files -----------------------------------------------------------------------------------
+def load_rules(path: str | Path) -> list[Expectation]:
+    """Expectation rules from a YAML or TOML file: a list, or a mapping with a ``rules`` list.
+
+    Raises :class:`RulesError` naming the file, the rule and the key on any problem.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RulesError(f"cannot read rules file {p}: {exc.strerror or exc}") from None
+    try:
+        if p.suffix.lower() == ".toml":
+            try:
+                import tomllib
+            except ModuleNotFoundError:  # Python 3.10
+                import tomli as tomllib
+            data: Any = tomllib.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:
+        raise RulesError(f"rules file {p} is not valid {'TOML' if p.suffix == '.toml' else 'YAML'}: {exc}") from None
+    if isinstance(data, Mapping):
+        extra = set(data) - {"rules"}
+        if extra:
+            raise RulesError(f"rules file {p}: unknown top-level key {sorted(extra)[0]!r} (expected 'rules')")
+        data = data.get("rules")
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise RulesError(f"rules file {p}: 'rules' must be a list of rules")
+    rules: list[Expectation] = []
+    for i, item in enumerate(data):
+        label = f"rule #{i + 1}"
+        if isinstance(item, Mapping) and item.get("name"):
+            label += f" ({item['name']})"
+        if not isinstance(item, Mapping):
+            raise RulesError(f"rules file {p}: {label} must be a mapping")
+        item = dict(item)
+        if isinstance(item.get("expected_tool_order"), str):
+            item["expected_tool_order"] = [s.strip() for s in item["expected_tool_order"].split(",") if s.strip()]
+        try:
+            rules.append(Expectation.model_validate(item))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(x) for x in err["loc"]) or "rule"
+            raise RulesError(f"rules file {p}: {label}: {key}: {err['msg']}") from None
+    return rules
+
+
+def resolve(
+    run: AgentRun,
+    rules: Sequence[Expectation],
+    *,
+    explicit: Expectation | None = None,
+    default: Expectation | None = None,
+) -> Expectation | None:
+    """The expectation for ``run``: explicit (context/attributes/baggage), first matching rule, default."""
+    if explicit is not None:
+        return explicit
+    for rule in rules:
+        if rule.matches(run):
+            return rule
+    return default

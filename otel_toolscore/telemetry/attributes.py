@@ -1,0 +1,56 @@
+"""Span attributes that carry a score: our ``toolscore.*`` namespace and OpenInference annotations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scorers.code import CodeScoreResult
+from . import names as n
+
+__all__ = ["code_score_attributes", "openinference_annotation"]
+
+
+def code_score_attributes(result: CodeScoreResult, *, max_tools: int, call_count: int) -> dict[str, Any]:
+    """The ``toolscore.code.*`` attributes for a scored run (absent keys mean "not applicable")."""
+    p = result.preprocess_step_result
+    attrs: dict[str, Any] = {
+        n.CODE_SCORE: float(result.score),
+        n.CODE_LABEL: result.label,
+        n.CODE_STRICT_MODE: p.strict_mode,
+        n.CODE_ACTUAL_TOOLS: p.actual_tools[:max_tools],
+        n.CODE_CORRECT_TOOL_CALLED: p.correct_tool_called,
+        n.TOOL_CALL_COUNT: call_count,
+    }
+    if p.expected_tool is not None:
+        attrs[n.CODE_EXPECTED_TOOL] = p.expected_tool
+    if p.expected_tool_order is not None:
+        attrs[n.CODE_EXPECTED_TOOL_ORDER] = list(p.expected_tool_order)
+        attrs[n.CODE_CORRECT_ORDER_CALLED] = bool(p.correct_order_called)
+    if result.match != "ordered":
+        attrs[n.CODE_MATCH] = result.match
+    return attrs
+
+
+def openinference_annotation(
+    existing: Mapping[str, Any],
+    *,
+    name: str,
+    score: float | None,
+    label: str | None,
+    explanation: str | None,
+    annotator_kind: str,
+) -> dict[str, Any]:
+    """``annotations.<i>.annotation.*`` at the first index the span does not use yet."""
+    index = 0
+    while f"{n.OI_ANNOTATION_PREFIX}.{index}.annotation.name" in existing:
+        index += 1
+    prefix = f"{n.OI_ANNOTATION_PREFIX}.{index}.annotation."
+    attrs: dict[str, Any] = {prefix + "name": name, prefix + "annotator_kind": annotator_kind}
+    if score is not None:
+        attrs[prefix + "score"] = float(score)
+    if label is not None:
+        attrs[prefix + "label"] = label
+    if explanation:
+        attrs[prefix + "explanation"] = explanation
+    return attrs

@@ -1,0 +1,78 @@
+"""Every name and unit otel-toolscore writes. Documented in the README; these are a contract."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- instrumentation scope --------------------------------------------------------------------------
+SCOPE_NAME: Final = "otel_toolscore"
+
+# -- evaluation names (gen_ai.evaluation.name) -------------------------------------------------------
+EVAL_CODE: Final = "tool_call_accuracy"
+EVAL_LLM: Final = "tool_call_accuracy_llm"
+
+# -- GenAI semantic-convention keys we write ---------------------------------------------------------
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+ERROR_TYPE: Final = "error.type"
+
+# -- project-owned span attributes on the run's root span --------------------------------------------
+CODE_SCORE: Final = "toolscore.code.score"
+CODE_LABEL: Final = "toolscore.code.label"
+CODE_EXPECTED_TOOL: Final = "toolscore.code.expected_tool"
+CODE_EXPECTED_TOOL_ORDER: Final = "toolscore.code.expected_tool_order"
+CODE_STRICT_MODE: Final = "toolscore.code.strict_mode"
+CODE_MATCH: Final = "toolscore.code.match"
+CODE_ACTUAL_TOOLS: Final = "toolscore.code.actual_tools"
+CODE_CORRECT_TOOL_CALLED: Final = "toolscore.code.correct_tool_called"
+CODE_CORRECT_ORDER_CALLED: Final = "toolscore.code.correct_order_called"
+CODE_EXPECTATION: Final = "toolscore.code.expectation"
+TOOL_CALL_COUNT: Final = "toolscore.tool_call_count"
+RUN_OUTCOME: Final = "toolscore.run.outcome"
+
+# OpenInference inline annotations (Phoenix shows them as span annotations).
+OI_ANNOTATION_PREFIX: Final = "annotations"
+
+# -- metrics ------------------------------------------------------------------------------------------
+METRIC_SCORE: Final = "gen_ai.evaluation.score"
+METRIC_RUNS: Final = "toolscore.runs"
+METRIC_DROPPED: Final = "toolscore.dropped"
+METRIC_PENDING_TRACES: Final = "toolscore.pending_traces"
+METRIC_JUDGE_REQUESTS: Final = "toolscore.judge.requests"
+METRIC_JUDGE_SKIPPED: Final = "toolscore.judge.skipped"
+METRIC_JUDGE_TOKENS: Final = "toolscore.judge.tokens"
+METRIC_JUDGE_DURATION: Final = "toolscore.judge.duration"
+METRIC_JUDGE_QUEUE_DEPTH: Final = "toolscore.judge.queue_depth"
+
+ATTR_OUTCOME: Final = "toolscore.outcome"
+ATTR_REASON: Final = "toolscore.reason"
+ATTR_EXPECTED_TOOL: Final = "toolscore.expected_tool"
+
+# Histogram buckets: (-inf,0] holds the zeros, ten fractional buckets, (0.99,+inf) holds the ones
+# (judge scores are rounded to two decimals, so nothing fractional lands above 0.99).
+SCORE_BUCKETS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99)
+DURATION_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0)
+
+# -- value sets (low cardinality) ----------------------------------------------------------------------
+RUN_OUTCOMES: Final = ("scored", "no_expectation", "no_tool_calls_visible", "evicted", "error")
+DROP_REASONS: Final = (
+    "pending_traces_limit",
+    "spans_per_trace_limit",
+    "calls_per_run_limit",
+    "trace_timeout",
+    "late_span",
+    "emit_queue_full",
+    "malformed_span",
+    "downstream_error",
+)
+LABEL_PASS: Final = "pass"
+LABEL_FAIL: Final = "fail"
+OTHER: Final = "_OTHER"
