@@ -81,6 +81,10 @@ def parse_message(data: Message | Mapping[str, Any]) -> Message:
         legacy = [ToolInvocation.model_validate(i) for i in content.get("toolInvocations") or () if isinstance(i, Mapping)]
     elif isinstance(content, list):  # CoreMessage content parts
         raw_parts = content
+    top_parts = data.get("parts")
+    if not raw_parts and isinstance(top_parts, list):
+        # AI SDK v4/v5 UIMessage: parts at the top level (v5 has no ``content`` at all).
+        raw_parts = top_parts
     if "toolInvocations" in data or "tool_invocations" in data:
         legacy += [
             i if isinstance(i, ToolInvocation) else ToolInvocation.model_validate(i)

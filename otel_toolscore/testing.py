@@ -9,7 +9,7 @@ from typing import Any
 from .messages import calls_from_messages, parse_message
 from .model import AgentRun, Message, ToolDefinition, ToolInvocation
 
-__all__ = ["create_agent_test_run", "create_test_message", "create_tool_invocation"]
+__all__ = ["create_agent_test_run", "create_test_message", "create_tool_invocation", "create_ui_message"]
 
 EMPTY_RUN_ERROR = "Input and output messages cannot be null or empty"
 
@@ -38,6 +38,10 @@ def create_test_message(
             i if isinstance(i, ToolInvocation) else ToolInvocation.model_validate(i) for i in tool_invocations or ()
         ],
     )
+
+
+#: Mastra's docs build the same message with ``createUIMessage``; same arguments.
+create_ui_message = create_test_message
 
 
 def create_agent_test_run(
