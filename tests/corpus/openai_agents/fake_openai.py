@@ -1,0 +1,99 @@
+"""A scripted OpenAI-compatible Chat Completions server on 127.0.0.1, for recording corpus traces.
+
+Each POST /v1/chat/completions pops the next scripted reply. A reply is either
+``{"content": "text"}`` or ``{"tool_calls": [("tool_name", {"arg": 1}), ...]}``; tool-call ids are
+``call_<n>`` numbered in order, so the generator knows them without reading the trace.
+Requests are kept in ``server.requests`` so a generator can assert the script was fully consumed.
+Nothing here talks to any other host.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = dict[str, Any]
+
+
+class FakeOpenAI:
+    def __init__(self, model: str = "fake-gpt") -> None:
+        self.model = model
+        self.replies: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._counter = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def script(self, replies: Iterable[Reply]) -> None:
+        with self._lock:
+            if self.replies:
+                raise RuntimeError(f"previous script not consumed: {self.replies}")
+            self.replies = list(replies)
+
+    def next_call_id(self) -> str:
+        self._counter += 1
+        return f"call_{self._counter}"
+
+    def _completion(self, reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+        finish = "stop"
+        if reply.get("tool_calls"):
+            finish = "tool_calls"
+            message["tool_calls"] = [
+                {
+                    "id": self.next_call_id(),
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for name, args in reply["tool_calls"]
+            ]
+        return {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 1767225600,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep recordings' stdout quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake._lock:
+                    fake.requests.append(body)
+                    if not fake.replies:
+                        payload = {"error": {"message": "script exhausted", "type": "fake"}}
+                        status = 500
+                    else:
+                        payload = fake._completion(fake.replies.pop(0))
+                        status = 200
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
