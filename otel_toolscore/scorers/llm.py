@@ -271,7 +271,9 @@ def _inline_strict(schema: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node, dict):
             if "$ref" in node:
                 return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
-            out = {k: walk(v) for k, v in node.items() if k not in ("$defs", "title", "default", "description")}
+            out = {k: walk(v) for k, v in node.items() if k not in ("$defs", "title", "default", "description", "properties")}
+            if isinstance(node.get("properties"), dict):  # property names are data, not keywords to drop
+                out["properties"] = {name: walk(sub) for name, sub in node["properties"].items()}
             if out.get("type") == "object" and "properties" in out:
                 out["required"] = list(out["properties"])
                 out["additionalProperties"] = False
