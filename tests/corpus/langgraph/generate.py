@@ -1,0 +1,238 @@
+"""Record LangGraph (prebuilt ReAct agent) traces through a real instrumentation, with a scripted model.
+
+Usage (each instrumentation needs its own venv, see README.md):
+    python tests/corpus/langgraph/generate.py openinference [scenario ...]
+    python tests/corpus/langgraph/generate.py openllmetry [scenario ...]
+
+The model is ``ScriptedChatModel``, a langchain-core ``BaseChatModel`` that pops scripted AIMessages
+(with ``tool_calls`` ids ``call_<n>``) from a queue shared by all its instances; nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent)]
+
+from _record import Recorder  # noqa: E402
+
+INSTRUMENTATIONS = {
+    "openinference": "openinference-instrumentation-langchain",
+    "openllmetry": "opentelemetry-instrumentation-langchain",
+}
+
+
+def instrument(which: str, rec: Recorder) -> None:
+    # Instrument before langchain modules build their callback managers.
+    if which == "openinference":
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=rec.tracer_provider)
+    else:
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+        LangchainInstrumentor().instrument(tracer_provider=rec.tracer_provider)
+
+
+WHICH = sys.argv[1]
+REC = Recorder(service_name="corpus-langgraph")
+instrument(WHICH, REC)
+
+from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
+from langgraph.prebuilt import ToolNode, create_react_agent  # noqa: E402
+
+SCRIPT: list[AIMessage] = []
+_ids = iter(range(1, 10_000))
+
+
+def say(text: str) -> AIMessage:
+    return AIMessage(content=text)
+
+
+def ask(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
+    return AIMessage(content="", tool_calls=[
+        {"name": n, "args": a, "id": f"call_{next(_ids)}", "type": "tool_call"} for n, a in calls])
+
+
+class ScriptedChatModel(BaseChatModel):
+    model_name: str = "scripted-fake-chat"
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-fake-chat"
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        msg = SCRIPT.pop(0)
+        msg.usage_metadata = {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30}
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+
+WEATHER = {"Paris": "18C, cloudy", "Tokyo": "25C, sunny"}
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Return the current weather for a city."""
+    return WEATHER[city]
+
+
+@tool
+def search_flights(origin: str, destination: str) -> str:
+    """Search flights between two cities."""
+    return f"Flights {origin}->{destination}: AF123 08:00, AF456 12:00"
+
+
+@tool
+def book_flight(flight_id: str) -> str:
+    """Book a flight by id."""
+    return f"Booked {flight_id}, confirmation ZX9"
+
+
+@tool
+def get_stock_price(symbol: str) -> str:
+    """Return the latest stock price for a ticker symbol."""
+    raise RuntimeError(f"quote service unavailable for {symbol}")
+
+
+def call(name: str, arguments: dict[str, Any], status: str = "ok", kind: str = "tool") -> dict[str, Any]:
+    return {"name": name, "arguments": arguments, "status": status, "kind": kind}
+
+
+def run(agent: str, query: str, final: str | None, tools: list[str], calls: list[dict[str, Any]],
+        parent: str | None = None) -> dict[str, Any]:
+    return {"agent_name": agent, "user_query": query, "final_output": final, "parent_agent": parent,
+            "available_tools": tools, "tool_calls": calls}
+
+
+def agent(name: str, tools: Any) -> Any:
+    return create_react_agent(ScriptedChatModel(), tools=tools, name=name,
+                              prompt=f"You are the {name}.")
+
+
+def go(graph: Any, query: str, script: list[AIMessage], **config: Any) -> str:
+    SCRIPT[:] = script
+    out = graph.invoke({"messages": [("user", query)]}, config=config or None)
+    assert not SCRIPT, "script not consumed"
+    return str(out["messages"][-1].content)
+
+
+def single_tool() -> tuple[list[dict[str, Any]], str]:
+    q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+    assert go(agent("weather_agent", [get_weather]), q,
+              [ask(("get_weather", {"city": "Paris"})), say(final)]) == final
+    return [run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Paris"})])], ""
+
+
+def multi_step() -> tuple[list[dict[str, Any]], str]:
+    q, final = "Book me the first flight from Paris to Rome.", "Booked AF123 (confirmation ZX9)."
+    go(agent("travel_agent", [search_flights, book_flight]), q, [
+        ask(("search_flights", {"origin": "Paris", "destination": "Rome"})),
+        ask(("book_flight", {"flight_id": "AF123"})), say(final)])
+    return [run("travel_agent", q, final, ["search_flights", "book_flight"], [
+        call("search_flights", {"origin": "Paris", "destination": "Rome"}),
+        call("book_flight", {"flight_id": "AF123"})])], ""
+
+
+def parallel() -> tuple[list[dict[str, Any]], str]:
+    q, final = "Compare the weather in Paris and Tokyo.", "Paris is 18C and cloudy; Tokyo is 25C and sunny."
+    go(agent("weather_agent", [get_weather]), q, [
+        ask(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})), say(final)])
+    return [run("weather_agent", q, final, ["get_weather"], [
+        call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})])], (
+        "Both calls come from one AIMessage; create_react_agent v2 runs each in its own `tools` task "
+        "(Send), concurrently. Order here is the requested order.")
+
+
+def tool_error() -> tuple[list[dict[str, Any]], str]:
+    q, final = "What is ACME trading at?", "Sorry, the quote service is unavailable right now."
+    go(agent("stocks_agent", ToolNode([get_stock_price], handle_tool_errors=True)), q, [
+        ask(("get_stock_price", {"symbol": "ACME"})), say(final)])
+    return [run("stocks_agent", q, final, ["get_stock_price"], [
+        call("get_stock_price", {"symbol": "ACME"}, status="error")])], (
+        "The tool raises RuntimeError; ToolNode(handle_tool_errors=True) turns it into an error "
+        "ToolMessage and the run continues (with the default handler the graph would raise).")
+
+
+def invalid_args_retry() -> tuple[list[dict[str, Any]], str]:
+    q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+    go(agent("weather_agent", [get_weather]), q, [
+        ask(("get_weather", {"town": "Paris"})), ask(("get_weather", {"city": "Paris"})), say(final)])
+    return [run("weather_agent", q, final, ["get_weather"], [
+        call("get_weather", {"town": "Paris"}, status="error"),
+        call("get_weather", {"city": "Paris"})])], (
+        "First call misses the required `city` argument: ToolNode's validation fails (the function "
+        "never runs) and an error ToolMessage goes back; the model retries with valid arguments.")
+
+
+def no_tool() -> tuple[list[dict[str, Any]], str]:
+    q, final = "Say hello.", "Hello!"
+    go(agent("weather_agent", [get_weather]), q, [say(final)])
+    return [run("weather_agent", q, final, ["get_weather"], [])], ""
+
+
+def agent_as_tool() -> tuple[list[dict[str, Any]], str]:
+    translator = agent("translator", [])
+
+    @tool
+    def translate_to_french(text: str) -> str:
+        """Translate English text to French."""
+        out = translator.invoke({"messages": [("user", text)]})
+        return str(out["messages"][-1].content)
+
+    q, final = "How do I say 'Good morning' in French?", "In French: Bonjour."
+    go(agent("orchestrator", [translate_to_french]), q, [
+        ask(("translate_to_french", {"text": "Good morning"})), say("Bonjour"), say(final)])
+    return [
+        run("orchestrator", q, final, ["translate_to_french"],
+            [call("translate_to_french", {"text": "Good morning"})]),
+        run("translator", "Good morning", "Bonjour", [], [], parent="orchestrator"),
+    ], ("translator is a second create_react_agent graph invoked inside the orchestrator's "
+        "translate_to_french tool (same trace). Neither graph name contains 'agent'.")
+
+
+def session() -> tuple[list[dict[str, Any]], str]:
+    q, final = "What is the weather in Tokyo?", "It is 25C and sunny in Tokyo."
+    go(agent("weather_agent", [get_weather]), q,
+       [ask(("get_weather", {"city": "Tokyo"})), say(final)],
+       configurable={"thread_id": "thread-42"}, metadata={"session_id": "session-42"})
+    return [run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Tokyo"})])], (
+        "Same as single_tool but invoked with config metadata session_id=session-42 and "
+        "configurable thread_id=thread-42 (no checkpointer).")
+
+
+SCENARIOS = [single_tool, multi_step, parallel, tool_error, invalid_args_retry, no_tool, agent_as_tool,
+             session]
+
+
+def main(only: list[str]) -> None:
+    versions = {p: md.version(p) for p in ("langgraph", "langgraph-prebuilt", "langchain-core",
+                                           INSTRUMENTATIONS[WHICH], "opentelemetry-sdk")}
+    out = HERE / WHICH
+    for fn in SCENARIOS:
+        if only and fn.__name__ not in only:
+            continue
+        runs, notes = fn()
+        written = REC.write(out / fn.__name__)
+        truth = {"framework": "langgraph", "instrumentation": INSTRUMENTATIONS[WHICH],
+                 "versions": versions, "content_capture": True, "scenario": fn.__name__, "runs": runs,
+                 "notes": notes or None}
+        (out / f"{fn.__name__}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+        print(fn.__name__, [p.name for p in written])
+
+
+if __name__ == "__main__":
+    main(sys.argv[2:])
