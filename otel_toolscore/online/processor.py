@@ -159,8 +159,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
             except Exception:
                 self._drop("downstream_error")
 
-    def _start(self, span: Span, parent_context: otel_context.Context | None) -> None:
-        ctx = span.get_span_context()
+    def _start(self, span: Span | ReadableSpan, parent_context: otel_context.Context | None) -> None:
+        # ``context`` (not ``get_span_context()``): the scoring service replays decoded ReadableSpans.
+        ctx = span.context
+        if ctx is None:
+            return
         trace_id = ctx.trace_id
         parent = span.parent
         local_root = parent is None or parent.is_remote
