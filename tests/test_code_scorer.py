@@ -56,7 +56,9 @@ def score(scorer: ToolCallAccuracyCodeScorer, *names: str) -> float:
 
 def check_explanation(scorer: ToolCallAccuracyCodeScorer, result: CodeScoreResult, n_calls: int) -> None:
     """The explanation accounts for every expected entry once and every call at most once, and agrees with the score."""
-    expected = scorer.expected_tool_order or [scorer.expected_tool]
+    expected: list[str | None] = (
+        list(scorer.expected_tool_order) if scorer.expected_tool_order else [scorer.expected_tool]
+    )
     notes: list[CallMatch] = result.explanation
     assert {n.outcome for n in notes} <= ALL_OUTCOMES
     by_expected = [n for n in notes if n.expected_index is not None]
@@ -527,11 +529,13 @@ def test_explanation_single_modes() -> None:
     assert outcomes(r) == [("matched", 0, 1), ("unexpected", None, 0), ("extra_call", None, 2)]
     assert r.explanation[0].tool_call_id == "c1"
     assert outcomes(lenient.run(run_of("x"))) == [("missing", 0, None), ("unexpected", None, 0)]
+    assert r.explanation[1].detail.endswith("allowed in this mode")  # extra calls do not fail lenient mode
     strict = create_tool_call_accuracy_scorer_code(expected_tool="a", strict_mode=True)
     assert outcomes(strict.run(run_of("a"))) == [("matched", 0, 0)]
     r = strict.run(run_of("a", "b"))
     assert r.score == 0.0
     assert outcomes(r) == [("matched", 0, 0), ("unexpected", None, 1)]
+    assert "allowed" not in r.explanation[1].detail
 
 
 def test_explanation_lenient_order() -> None:

@@ -45,7 +45,9 @@ def scorer_of(
 
 def assert_coherent(scorer: ToolCallAccuracyCodeScorer, result: CodeScoreResult, n_calls: int) -> None:
     """Same invariant as tests/test_code_scorer.py: the explanation accounts for everything and agrees with the score."""
-    expected = scorer.expected_tool_order or [scorer.expected_tool]
+    expected: list[str | None] = (
+        list(scorer.expected_tool_order) if scorer.expected_tool_order else [scorer.expected_tool]
+    )
     by_expected = sorted(
         (n for n in result.explanation if n.expected_index is not None), key=lambda n: n.expected_index or 0
     )

@@ -222,7 +222,9 @@ class ToolCallAccuracyCodeScorer:
     def _explain(self, calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
         expected = self._expected_list()
         if self.match != "ordered" or self.expected_tool_order is None:
-            return _explain_multiset(expected, calls, ok)
+            # single-tool mode is the multiset comparison against [expected_tool]
+            allowed = self.match == "superset" or (self.match == "ordered" and not self.strict_mode)
+            return _explain_multiset(expected, calls, ok, allowed)
         if self.strict_mode:
             return _explain_strict_order(expected, calls, ok)
         return _explain_lenient_order(expected, calls, ok)
@@ -314,21 +316,25 @@ def _note(
     )
 
 
-def _leftovers(expected: Sequence[str], calls: list[ToolCall], used: list[bool]) -> list[CallMatch]:
+def _leftovers(expected: Sequence[str], calls: list[ToolCall], used: list[bool], allowed: bool) -> list[CallMatch]:
     """Calls paired with no expected entry: an expected tool called once more, or a tool not expected."""
     names = set(expected)
+    suffix = "; allowed in this mode" if allowed else ""
     notes: list[CallMatch] = []
     for i, c in enumerate(calls):
         if used[i]:
             continue
         if c.name in names:
-            notes.append(_note(None, None, i, c, "extra_call", f"{c.name} called more often than expected (call #{i})"))
+            detail = f"{c.name} called more often than expected (call #{i}){suffix}"
+            notes.append(_note(None, None, i, c, "extra_call", detail))
         else:
-            notes.append(_note(None, None, i, c, "unexpected", f"{c.name} was not expected (call #{i})"))
+            notes.append(_note(None, None, i, c, "unexpected", f"{c.name} was not expected (call #{i}){suffix}"))
     return notes
 
 
-def _explain_multiset(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
+def _explain_multiset(
+    expected: Sequence[str], calls: list[ToolCall], ok: list[bool], extras_allowed: bool
+) -> list[CallMatch]:
     """Pair expected names with calls regardless of order: good calls first, then ones with other arguments."""
     slots: dict[str, deque[int]] = defaultdict(deque)
     for k, name in enumerate(expected):
@@ -348,7 +354,7 @@ def _explain_multiset(expected: Sequence[str], calls: list[ToolCall], ok: list[b
         i, outcome = paired[k]
         detail = f"{name} called as call #{i}" if outcome == "matched" else f"{name} called with other arguments (call #{i})"
         notes.append(_note(k, name, i, calls[i], outcome, detail))
-    return notes + _leftovers(expected, calls, used)
+    return notes + _leftovers(expected, calls, used, extras_allowed)
 
 
 def _explain_strict_order(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
@@ -366,7 +372,7 @@ def _explain_strict_order(expected: Sequence[str], calls: list[ToolCall], ok: li
             outcome, detail = "out_of_order", f"position {k}: expected {name}, called {c.name}"
         notes.append(_note(k, name, k, c, outcome, detail))
     used = [i < len(expected) for i in range(len(calls))]
-    return notes + _leftovers(expected, calls, used)
+    return notes + _leftovers(expected, calls, used, False)
 
 
 def _explain_lenient_order(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
@@ -414,7 +420,7 @@ def _explain_lenient_order(expected: Sequence[str], calls: list[ToolCall], ok: l
             notes.append(_note(k, name, i, calls[i], "args_mismatch", f"{name} called with other arguments (call #{i})"))
         else:
             notes.append(_note(k, name, None, None, "missing", f"{name} was not called"))
-    return notes + _leftovers(expected, calls, used)
+    return notes + _leftovers(expected, calls, used, True)
 
 
 def create_tool_call_accuracy_scorer_code(
