@@ -1,0 +1,75 @@
+"""Mastra's "inappropriate tool" example: a weather question answered with a web search.
+
+The judge marks the search as not appropriate and lists the weather tool as missing, so the score
+is 0 / (1 call + 1 missing) = 0.0.
+
+Run: python examples/llm_inappropriate_tool.py  (offline unless OPENAI_BASE_URL is set; see llm_basic.py)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from otel_toolscore.scorers.llm import create_tool_call_accuracy_scorer_llm
+from otel_toolscore.testing import create_agent_test_run, create_test_message, create_tool_invocation
+
+TOOLS = [
+    {"id": "weather-tool", "description": "Get current weather information for any location"},
+    {"id": "calendar-tool", "description": "Check calendar events and scheduling"},
+    {"id": "search-tool", "description": "Search the web for general information"},
+]
+SCRIPTED_VERDICT = {
+    "evaluations": [{"tool_called": "search-tool", "was_appropriate": False, "reasoning": "A web search does not give the weather."}],
+    "missing_tools": ["weather-tool"],
+    "reason": "The agent searched the web instead of using the weather tool.",
+}
+
+
+@contextlib.contextmanager
+def judge_endpoint(verdict: dict[str, Any]) -> Iterator[str | None]:
+    """The real endpoint from the environment, or a local server answering ``verdict``."""
+    if os.environ.get("OPENAI_BASE_URL"):
+        yield None
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.support.openai_server import OpenAITestServer, chat_completion
+
+    with OpenAITestServer() as server:
+        server.enqueue(lambda request: chat_completion(json.dumps(verdict), request=request))
+        yield server.base_url
+
+
+def main() -> int:
+    run = create_agent_test_run(
+        input_messages=[create_test_message("What's the weather in Tokyo?", role="user", id="input-1")],
+        output=[
+            create_test_message(
+                "Here is what I found on the web about Tokyo.",
+                role="assistant",
+                id="output-1",
+                tool_invocations=[create_tool_invocation("call-456", "search-tool", {"query": "Tokyo weather"}, {"results": []})],
+            )
+        ],
+    )
+    with judge_endpoint(SCRIPTED_VERDICT) as base_url:
+        scorer = create_tool_call_accuracy_scorer_llm(
+            os.environ.get("JUDGE_MODEL", "openai/gpt-4o-mini"), TOOLS, base_url=base_url, api_key="unused" if base_url else None
+        )
+        result = scorer.run(run)
+
+    print("score:", result.score)  # 0.0
+    print("missing tools:", result.analyze_step_result.missing_tools)  # ['weather-tool']
+    for evaluation in result.analyze_step_result.evaluations:
+        print(f"  {evaluation.tool_called}: appropriate={evaluation.was_appropriate} ({evaluation.reasoning})")
+    print("reason:", result.reason)
+    return 0 if base_url is None or result.score == 0.0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
