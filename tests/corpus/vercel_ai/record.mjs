@@ -168,6 +168,7 @@ function truthFor(scenario, variant, finalOutput) {
         arguments: call.args,
         status: call.status ?? 'ok',
         kind: 'tool',
+        call_id: `call_${n}`,
       });
     }
   }
@@ -192,7 +193,7 @@ function truthFor(scenario, variant, finalOutput) {
     ],
     notes: [
       `generateText with a scripted mock model, functionId "${FUNCTION_ID}", stopWhen stepCountIs(5).`,
-      'Tool-call ids are the mock model\'s: call_1, call_2, ... in the order of tool_calls above.',
+      'Tool-call ids (call_id) are the mock model\'s, fixed by the script.',
       variant.notes,
       scenario.notes ?? '',
     ]

@@ -1,0 +1,298 @@
+// Records the Mastra part of the trace corpus: real @mastra/core + @mastra/observability +
+// @mastra/otel-exporter, scripted mock models (MockLanguageModelV4 from `ai/test`), no network.
+//
+//   node record.mjs            (Node >= 22.13; see README.md)
+//
+// Mastra's OtelExporter is pointed at a tiny OTLP/HTTP JSON receiver on 127.0.0.1 (receiver.mjs), so
+// the files hold exactly the request bodies the real exporter sends (one line per POST).
+// The truth files are written from the scenario scripts below, never from the recorded spans.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Agent } from '@mastra/core/agent';
+import { Mastra } from '@mastra/core/mastra';
+import { createTool } from '@mastra/core/tools';
+import { Observability } from '@mastra/observability';
+import { OtelExporter } from '@mastra/otel-exporter';
+import { MockLanguageModelV4 } from 'ai/test';
+import { z } from 'zod';
+import { startReceiver } from './receiver.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const versionOf = (pkg) => JSON.parse(readFileSync(join(here, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+const VERSIONS = Object.fromEntries(
+  ['@mastra/core', '@mastra/observability', '@mastra/otel-exporter', '@opentelemetry/exporter-trace-otlp-http', 'ai'].map(
+    (p) => [p, versionOf(p)],
+  ),
+);
+
+// ---- tools ------------------------------------------------------------------------------------------
+const TEMPS = { Paris: 18, London: 14, Tokyo: 22 };
+const getWeather = createTool({
+  id: 'getWeather',
+  description: 'Current weather for a city',
+  inputSchema: z.object({ city: z.string() }),
+  execute: async ({ city }) => {
+    if (city === 'Atlantis') throw new Error(`weather service has no station in ${city}`);
+    return { city, tempC: TEMPS[city] ?? 20, sky: 'clear' };
+  },
+});
+const convertTemperature = createTool({
+  id: 'convertTemperature',
+  description: 'Convert Celsius to Fahrenheit',
+  inputSchema: z.object({ celsius: z.number() }),
+  execute: async ({ celsius }) => ({ fahrenheit: Math.round((celsius * 9) / 5 + 32) }),
+});
+
+// ---- scripted model ---------------------------------------------------------------------------------
+const USAGE = {
+  inputTokens: { total: 40, noCache: 40, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 12, text: 12, reasoning: 0 },
+};
+
+/** A mock model that answers call i with steps[i]: a list of tool calls or the final text. */
+function scriptedModel(label, steps) {
+  let i = 0;
+  const next = () => {
+    if (i >= steps.length) throw new Error(`${label}: model called more often than scripted`);
+    return steps[i++];
+  };
+  const meta = () => ({ id: `resp-${label}-${i - 1}`, modelId: 'mock-model-1', timestamp: new Date(0) });
+  const toolParts = (step) =>
+    step.map((c) => ({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: JSON.stringify(c.args) }));
+  return new MockLanguageModelV4({
+    provider: 'mock-provider',
+    modelId: 'mock-model-1',
+    // Agent.generate() drives doGenerate; doStream is there for the streaming paths.
+    doGenerate: async () => {
+      const step = next();
+      const base = { usage: USAGE, warnings: [], response: meta() };
+      if (typeof step === 'string') {
+        return { ...base, content: [{ type: 'text', text: step }], finishReason: { unified: 'stop', raw: 'stop' } };
+      }
+      return { ...base, content: toolParts(step), finishReason: { unified: 'tool-calls', raw: 'tool_calls' } };
+    },
+    doStream: async () => {
+      const step = next();
+      const parts = [{ type: 'stream-start', warnings: [] }, { type: 'response-metadata', ...meta() }];
+      if (typeof step === 'string') {
+        parts.push({ type: 'text-start', id: 't0' }, { type: 'text-delta', id: 't0', delta: step }, { type: 'text-end', id: 't0' });
+        parts.push({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: USAGE });
+      } else {
+        parts.push(...toolParts(step));
+        parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: USAGE });
+      }
+      return {
+        stream: new ReadableStream({
+          start(c) {
+            for (const p of parts) c.enqueue(p);
+            c.close();
+          },
+        }),
+      };
+    },
+  });
+}
+
+// ---- scenarios --------------------------------------------------------------------------------------
+// Each agent spec: name, tools, script (model steps). A call: {id, name, args, status?, kind?}.
+const WEATHER_INSTRUCTIONS = 'You are a weather assistant. Use the tools.';
+const SCENARIOS = [
+  {
+    name: 'single_tool',
+    prompt: 'What is the weather in Paris?',
+    agent: {
+      name: 'weatherAgent',
+      tools: { getWeather, convertTemperature },
+      steps: [[{ id: 'call_1', name: 'getWeather', args: { city: 'Paris' } }], 'It is 18°C and clear in Paris.'],
+    },
+  },
+  {
+    name: 'multi_step',
+    prompt: 'What is the weather in Paris, in Fahrenheit?',
+    agent: {
+      name: 'weatherAgent',
+      tools: { getWeather, convertTemperature },
+      steps: [
+        [{ id: 'call_1', name: 'getWeather', args: { city: 'Paris' } }],
+        [{ id: 'call_2', name: 'convertTemperature', args: { celsius: 18 } }],
+        'It is 64°F and clear in Paris.',
+      ],
+    },
+  },
+  {
+    name: 'parallel',
+    prompt: 'Compare the weather in Paris, London and Tokyo.',
+    agent: {
+      name: 'weatherAgent',
+      tools: { getWeather, convertTemperature },
+      steps: [
+        [
+          { id: 'call_1', name: 'getWeather', args: { city: 'Paris' } },
+          { id: 'call_2', name: 'getWeather', args: { city: 'London' } },
+          { id: 'call_3', name: 'getWeather', args: { city: 'Tokyo' } },
+        ],
+        'Tokyo is warmest (22°C), then Paris (18°C), then London (14°C).',
+      ],
+    },
+  },
+  {
+    name: 'tool_error',
+    prompt: 'What is the weather in Atlantis?',
+    agent: {
+      name: 'weatherAgent',
+      tools: { getWeather, convertTemperature },
+      steps: [
+        [{ id: 'call_1', name: 'getWeather', args: { city: 'Atlantis' }, status: 'error' }],
+        'Sorry, I could not get the weather for Atlantis.',
+      ],
+    },
+    notes: 'getWeather throws for Atlantis.',
+  },
+  {
+    name: 'invalid_tool',
+    prompt: 'Book me a flight to Tokyo and tell me the weather there.',
+    agent: {
+      name: 'weatherAgent',
+      tools: { getWeather, convertTemperature },
+      steps: [
+        [{ id: 'call_1', name: 'bookFlight', args: { destination: 'Tokyo' }, status: 'error' }],
+        [{ id: 'call_2', name: 'getWeather', args: { city: 42 }, status: 'error' }],
+        [{ id: 'call_3', name: 'getWeather', args: { city: 'Tokyo' } }],
+        'I cannot book flights, but it is 22°C and clear in Tokyo.',
+      ],
+    },
+    notes:
+      'Step 1 requests an unknown tool (bookFlight); step 2 calls getWeather with arguments that fail schema ' +
+      'validation ({"city": 42}); neither runs the tool. Step 3 is a valid call.',
+  },
+  {
+    name: 'sub_agent',
+    prompt: 'I am flying to Paris tomorrow. What should I pack?',
+    agent: {
+      name: 'travelAgent',
+      instructions: 'You are a travel assistant. Ask the weather agent about the weather.',
+      tools: { convertTemperature },
+      subAgents: ['weatherAgent'],
+      steps: [
+        [{ id: 'call_1', name: 'agent-weatherAgent', args: { prompt: 'What is the weather in Paris?' } }],
+        'Paris is 18°C and clear: pack light layers.',
+      ],
+    },
+    subAgents: {
+      weatherAgent: {
+        name: 'weatherAgent',
+        description: 'Knows the current weather anywhere',
+        tools: { getWeather },
+        steps: [[{ id: 'sub_call_1', name: 'getWeather', args: { city: 'Paris' } }], 'It is 18°C and clear in Paris.'],
+      },
+    },
+    notes:
+      'travelAgent delegates to the sub-agent weatherAgent, which Mastra exposes to the model as the tool ' +
+      '"agent-weatherAgent" with arguments {prompt}. The sub-agent run (its own invoke_agent span) is nested ' +
+      'inside the supervisor\'s execute_tool span in the same trace. The delegation call is listed with kind ' +
+      '"tool" because the model requested it from its tool list.',
+  },
+  {
+    name: 'no_tool',
+    prompt: 'Say hello.',
+    agent: {
+      name: 'weatherAgent',
+      tools: { getWeather, convertTemperature },
+      steps: ['Hello! Ask me about the weather anywhere.'],
+    },
+  },
+];
+
+function buildAgent(spec, label, subAgents = {}) {
+  return new Agent({
+    id: spec.name,
+    name: spec.name,
+    description: spec.description,
+    instructions: spec.instructions ?? WEATHER_INSTRUCTIONS,
+    model: scriptedModel(label, spec.steps),
+    tools: spec.tools,
+    ...(Object.keys(subAgents).length ? { agents: subAgents } : {}),
+  });
+}
+
+function runTruth(spec, { userQuery, parent }) {
+  const calls = spec.steps
+    .filter((s) => typeof s !== 'string')
+    .flat()
+    .map((c) => ({ name: c.name, arguments: c.args, status: c.status ?? 'ok', kind: c.kind ?? 'tool', call_id: c.id }));
+  const finalText = spec.steps[spec.steps.length - 1];
+  return {
+    agent_name: spec.name,
+    user_query: userQuery,
+    final_output: finalText,
+    parent_agent: parent,
+    available_tools: [...Object.keys(spec.tools), ...(spec.subAgents ?? []).map((n) => `agent-${n}`)],
+    tool_calls: calls,
+  };
+}
+
+// ---- record -----------------------------------------------------------------------------------------
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const rx = await startReceiver();
+
+for (const scenario of SCENARIOS) {
+  const exporter = new OtelExporter({ provider: { custom: { endpoint: rx.endpoint, protocol: 'http/json' } } });
+  const subAgents = Object.fromEntries(
+    Object.entries(scenario.subAgents ?? {}).map(([key, spec]) => [key, buildAgent(spec, `${scenario.name}-${key}`)]),
+  );
+  const main = buildAgent(scenario.agent, scenario.name, subAgents);
+  const mastra = new Mastra({
+    agents: { [scenario.agent.name]: main, ...subAgents },
+    logger: false,
+    observability: new Observability({
+      configs: { otel: { serviceName: 'corpus-mastra', exporters: [exporter] } },
+    }),
+  });
+  const result = await mastra.getAgent(scenario.agent.name).generate(scenario.prompt);
+  const expected = scenario.agent.steps[scenario.agent.steps.length - 1];
+  if (result.text !== expected) throw new Error(`${scenario.name}: final text ${JSON.stringify(result.text)}`);
+
+  // Span-ended events reach the exporter asynchronously; flush until nothing new arrives.
+  const bodies = [];
+  for (let quiet = 0; quiet < 3; ) {
+    await sleep(150);
+    await exporter.flush();
+    const got = rx.take();
+    bodies.push(...got);
+    quiet = got.length ? 0 : quiet + 1;
+  }
+  await exporter.shutdown();
+  const logs = rx.takeLogs();
+  if (!bodies.length) throw new Error(`${scenario.name}: no spans received`);
+  const stem = join(here, scenario.name);
+  writeFileSync(`${stem}.traces.jsonl`, bodies.map((b) => JSON.stringify(b)).join('\n') + '\n');
+  if (logs.length) writeFileSync(`${stem}.logs.jsonl`, logs.map((b) => JSON.stringify(b)).join('\n') + '\n');
+
+  const runs = [runTruth(scenario.agent, { userQuery: scenario.prompt, parent: null })];
+  for (const [key, spec] of Object.entries(scenario.subAgents ?? {})) {
+    const call = scenario.agent.steps.flat().find((c) => c.name === `agent-${key}`);
+    runs.push(runTruth(spec, { userQuery: call.args.prompt, parent: scenario.agent.name }));
+  }
+  const truth = {
+    framework: 'mastra',
+    instrumentation: '@mastra/otel-exporter (OTLP/HTTP JSON)',
+    versions: VERSIONS,
+    content_capture: true,
+    scenario: scenario.name,
+    runs,
+    notes: [
+      'Agent.generate() with a scripted MockLanguageModelV4; Observability with only the OtelExporter ' +
+        '(custom provider, http/json) and its default SensitiveDataFilter. Agent id = name. ' +
+        'Tool-call ids (call_id) are the mock model\'s, fixed by the script.',
+      scenario.notes ?? '',
+    ]
+      .filter(Boolean)
+      .join(' '),
+  };
+  writeFileSync(`${stem}.truth.json`, JSON.stringify(truth, null, 2) + '\n');
+  const spans = bodies.flatMap((b) => b.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))).length;
+  console.log(`${scenario.name}: ${bodies.length} request(s), ${spans} spans, ${logs.length} log request(s)`);
+}
+await rx.close();
+if (rx.others.length) console.log('other requests:', [...new Set(rx.others)]);
