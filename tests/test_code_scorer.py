@@ -602,3 +602,146 @@ def test_explanation_is_coherent_everywhere(strict: bool, names: Sequence[str], 
         result = scorer.run(run_of(*names))
         check_explanation(scorer, result, len(names))
         assert scorer.run(run_of(*names), explain=False).score == result.score
+
+
+# -- the scenarios of Mastra's own unit tests for the code scorer, as a table ---------------------------
+MASTRA_UNIT_SCENARIOS = [
+    # (expected_tool, expected_tool_order, strict, called tools, score, correct_tool, correct_order)
+    ("weather-tool", None, False, ["weather-tool"], 1, True, None),
+    ("weather-tool", None, False, ["calculator-tool"], 0, False, None),
+    ("weather-tool", None, False, [], 0, False, None),
+    ("weather-tool", None, False, ["search-tool", "weather-tool", "calendar-tool"], 1, True, None),
+    ("weather-tool", None, True, ["search-tool", "weather-tool", "calendar-tool"], 0, False, None),
+    ("weather-tool", None, True, ["weather-tool"], 1, True, None),
+    ("search-tool", ["search-tool", "weather-tool"], True, ["search-tool", "weather-tool"], 1, False, True),
+    ("search-tool", ["search-tool", "weather-tool"], True, ["weather-tool", "search-tool"], 0, False, False),
+    (
+        "search-tool",
+        ["search-tool", "weather-tool"],
+        False,
+        ["search-tool", "calendar-tool", "weather-tool"],
+        1,
+        True,
+        True,
+    ),
+    (
+        "search-tool",
+        ["search-tool", "weather-tool"],
+        False,
+        ["weather-tool", "calendar-tool", "search-tool"],
+        0,
+        True,
+        False,
+    ),
+    (
+        "search-tool",
+        ["search-tool", "weather-tool", "calendar-tool"],
+        False,
+        ["search-tool", "weather-tool"],
+        0,
+        True,
+        False,
+    ),
+    (
+        "search-tool",
+        ["search-tool", "weather-tool"],
+        True,
+        ["search-tool", "log-tool", "weather-tool"],
+        0,
+        False,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "order", "strict", "called", "expected_score", "correct_tool", "correct_order"), MASTRA_UNIT_SCENARIOS
+)
+def test_mastra_unit_scenarios(
+    tool: str,
+    order: list[str] | None,
+    strict: bool,
+    called: list[str],
+    expected_score: int,
+    correct_tool: bool,
+    correct_order: bool | None,
+) -> None:
+    scorer = create_tool_call_accuracy_scorer_code(expected_tool=tool, strict_mode=strict, expected_tool_order=order)
+    result = scorer.run(mastra_run(*called) if called else _no_tool_run())
+    p = result.preprocess_step_result
+    assert result.score == expected_score
+    assert p.actual_tools == called
+    assert p.correct_tool_called is correct_tool
+    assert p.correct_order_called is correct_order
+
+
+def _no_tool_run() -> AgentRun:
+    return create_agent_test_run(
+        input_messages=[create_test_message("What is the weather?", role="user", id="input-1")],
+        output=[create_test_message("I cannot help with that.", role="assistant", id="output-1")],
+    )
+
+
+def test_mastra_call_state_counts() -> None:
+    run = create_agent_test_run(
+        input_messages=[create_test_message("What is the weather?", role="user")],
+        output=[
+            create_test_message(
+                "Checking.",
+                role="assistant",
+                tool_invocations=[create_tool_invocation("c", "weather-tool", state="call")],
+            )
+        ],
+    )
+    assert create_tool_call_accuracy_scorer_code(expected_tool="weather-tool").run(run).score == 1
+
+
+def test_mastra_v2_parts_only_storage_is_scored() -> None:
+    """Mastra issue #17297: calls stored only in ``content.parts`` (no legacy list) must be seen."""
+    output = [
+        {
+            "id": "output-1",
+            "role": "assistant",
+            "content": {
+                "format": 2,
+                "parts": [
+                    {
+                        "type": "tool-invocation",
+                        "toolInvocation": {
+                            "state": "result",
+                            "toolCallId": "call-1",
+                            "toolName": "weather-tool",
+                            "args": {"location": "New York"},
+                            "result": {"temperature": "20°C"},
+                        },
+                    },
+                    {"type": "text", "text": "It is 20°C in New York."},
+                ],
+                "content": "It is 20°C in New York.",
+            },
+            "createdAt": "2025-01-01T00:00:00.000Z",
+        }
+    ]
+    run = create_agent_test_run(
+        input_messages=[create_test_message("What is the weather?", role="user")], output=output
+    )
+    result = create_tool_call_accuracy_scorer_code(expected_tool="weather-tool").run(run)
+    assert (result.score, result.preprocess_step_result.actual_tools) == (1, ["weather-tool"])
+
+
+def test_failed_call_in_messages_counts_for_the_scorer() -> None:
+    """(differs from Mastra's code) a call whose tool raised was still selected by the agent."""
+    run = create_agent_test_run(
+        input_messages=[create_test_message("Book it", role="user")],
+        output=[
+            {
+                "role": "assistant",
+                "parts": [
+                    {"type": "tool-book", "toolCallId": "b1", "state": "output-error", "input": {}, "errorText": "down"}
+                ],
+            }
+        ],
+    )
+    result = create_tool_call_accuracy_scorer_code(expected_tool="book", strict_mode=True).run(run)
+    assert result.score == 1
+    assert run.tool_calls[0].status == "error"
