@@ -27,7 +27,7 @@ TOOLS = [
     {"id": "calendar-tool", "description": "Check calendar events and scheduling"},
     {"id": "search-tool", "description": "Search the web for general information"},
 ]
-SCRIPTED_VERDICTS = [
+SCRIPTED_VERDICTS: list[dict[str, Any]] = [
     {
         "evaluations": [{"tool_called": "search-tool", "was_appropriate": False, "reasoning": "Not a weather lookup."}],
         "missing_tools": ["weather-tool"],
@@ -54,8 +54,7 @@ def judge_endpoint(verdicts: list[dict[str, Any]]) -> Iterator[str | None]:
     from tests.support.openai_server import OpenAITestServer, chat_completion
 
     with OpenAITestServer() as server:
-        for verdict in verdicts:
-            server.enqueue(lambda request, v=verdict: chat_completion(json.dumps(v), request=request))
+        server.enqueue(*(chat_completion(json.dumps(v)) for v in verdicts))
         yield server.base_url
 
 

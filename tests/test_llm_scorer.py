@@ -577,3 +577,15 @@ def test_many_threads_share_one_scorer(openai_server: OpenAITestServer) -> None:
     assert sorted(results) == [0.5] * 4 + [1.0] * 4
     assert openai_server.request_count == 8
     scorer.close()
+
+
+@pytest.mark.parametrize("name", ["llm_basic.py", "llm_inappropriate_tool.py", "llm_clarification.py", "both_scorers.py"])
+def test_examples_run_offline(name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+    from pathlib import Path
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    path = Path(__file__).resolve().parents[1] / "examples" / name
+    main = runpy.run_path(str(path), run_name="example")["main"]
+    assert main() == 0
+    assert "score" in capsys.readouterr().out or name == "both_scorers.py"
