@@ -37,6 +37,12 @@ const getWeather = createTool({
     return { city, tempC: TEMPS[city] ?? 20, sky: 'clear' };
   },
 });
+const getAccountBalance = createTool({
+  id: 'getAccountBalance',
+  description: 'Balance of a customer account',
+  inputSchema: z.object({ accountId: z.string(), token: z.string() }),
+  execute: async ({ accountId }) => ({ accountId, balance: 1250.5, currency: 'EUR' }),
+});
 const convertTemperature = createTool({
   id: 'convertTemperature',
   description: 'Convert Celsius to Fahrenheit',
@@ -194,6 +200,37 @@ const SCENARIOS = [
       '"tool" because the model requested it from its tool list.',
   },
   {
+    name: 'stream_multi_step',
+    method: 'stream',
+    prompt: 'What is the weather in Paris, in Fahrenheit?',
+    agent: {
+      name: 'weatherAgent',
+      tools: { getWeather, convertTemperature },
+      steps: [
+        [{ id: 'call_1', name: 'getWeather', args: { city: 'Paris' } }],
+        [{ id: 'call_2', name: 'convertTemperature', args: { celsius: 18 } }],
+        'It is 64°F and clear in Paris.',
+      ],
+    },
+    notes: 'Same as multi_step but through Agent.stream() (the mock serves doStream).',
+  },
+  {
+    name: 'redacted_args',
+    prompt: 'What is the balance of account acc-42? My token is tok-123.',
+    agent: {
+      name: 'bankAgent',
+      instructions: 'You are a banking assistant.',
+      tools: { getAccountBalance },
+      steps: [
+        [{ id: 'call_1', name: 'getAccountBalance', args: { accountId: 'acc-42', token: 'tok-123' } }],
+        'Account acc-42 holds 1250.50 EUR.',
+      ],
+    },
+    notes:
+      'The argument key "token" matches the default SensitiveDataFilter, so the trace shows "[REDACTED]" ' +
+      'where the truth has the real value.',
+  },
+  {
     name: 'no_tool',
     prompt: 'Say hello.',
     agent: {
@@ -249,7 +286,14 @@ for (const scenario of SCENARIOS) {
       configs: { otel: { serviceName: 'corpus-mastra', exporters: [exporter] } },
     }),
   });
-  const result = await mastra.getAgent(scenario.agent.name).generate(scenario.prompt);
+  const agent = mastra.getAgent(scenario.agent.name);
+  let result;
+  if (scenario.method === 'stream') {
+    const output = await agent.stream(scenario.prompt);
+    result = { text: await output.text };
+  } else {
+    result = await agent.generate(scenario.prompt);
+  }
   const expected = scenario.agent.steps[scenario.agent.steps.length - 1];
   if (result.text !== expected) throw new Error(`${scenario.name}: final text ${JSON.stringify(result.text)}`);
 
@@ -282,7 +326,7 @@ for (const scenario of SCENARIOS) {
     scenario: scenario.name,
     runs,
     notes: [
-      'Agent.generate() with a scripted MockLanguageModelV4; Observability with only the OtelExporter ' +
+      `Agent.${scenario.method ?? 'generate'}() with a scripted MockLanguageModelV4; Observability with only the OtelExporter ` +
         '(custom provider, http/json) and its default SensitiveDataFilter. Agent id = name. ' +
         'Tool-call ids (call_id) are the mock model\'s, fixed by the script.',
       scenario.notes ?? '',

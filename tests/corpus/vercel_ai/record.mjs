@@ -30,6 +30,7 @@ const VERSIONS = {
 };
 
 const FUNCTION_ID = 'weather-assistant';
+const AGENT_ID = 'weather-agent';
 const SYSTEM = 'You are a weather assistant. Use the tools.';
 
 // ---- tools (identical behaviour for both majors) ---------------------------------------------------
@@ -104,6 +105,30 @@ const SCENARIOS = [
       'Step 1 requests an unknown tool (bookFlight, NoSuchToolError); step 2 calls getWeather with arguments ' +
       'that fail schema validation ({"city": 42}, InvalidToolInputError). Neither tool runs; the SDK records ' +
       'tool-error results and loops. Step 3 is a valid call.',
+  },
+  {
+    name: 'stream_multi_step',
+    mode: 'stream',
+    prompt: 'What is the weather in Paris, in Fahrenheit?',
+    steps: [
+      [{ name: 'getWeather', args: { city: 'Paris' } }],
+      [{ name: 'convertTemperature', args: { celsius: 18 } }],
+      'It is 64°F and clear in Paris.',
+    ],
+    notes: 'streamText instead of generateText (the mock serves doStream).',
+  },
+  {
+    name: 'agent_multi_step',
+    mode: 'agent',
+    prompt: 'What is the weather in Paris, in Fahrenheit?',
+    steps: [
+      [{ name: 'getWeather', args: { city: 'Paris' } }],
+      [{ name: 'convertTemperature', args: { celsius: 18 } }],
+      'It is 64°F and clear in Paris.',
+    ],
+    notes:
+      'ToolLoopAgent({id: "weather-agent", instructions, tools, stopWhen}).generate({prompt}) with telemetry ' +
+      'but NO functionId; truth agent_name is the agent id, whether or not the trace carries it.',
   },
   {
     name: 'no_tool',
@@ -183,7 +208,7 @@ function truthFor(scenario, variant, finalOutput) {
     runs: [
       {
         // generateText has no agent object; the functionId is the run's only name (see notes).
-        agent_name: FUNCTION_ID,
+        agent_name: scenario.mode === 'agent' ? AGENT_ID : FUNCTION_ID,
         user_query: scenario.prompt,
         final_output: finalText,
         parent_agent: null,
@@ -192,7 +217,10 @@ function truthFor(scenario, variant, finalOutput) {
       },
     ],
     notes: [
-      `generateText with a scripted mock model, functionId "${FUNCTION_ID}", stopWhen stepCountIs(5).`,
+      scenario.mode === 'agent'
+        ? 'ToolLoopAgent with a scripted mock model, stopWhen stepCountIs(5).'
+        : `${scenario.mode === 'stream' ? 'streamText' : 'generateText'} with a scripted mock model, ` +
+          `functionId "${FUNCTION_ID}", stopWhen stepCountIs(5).`,
       'Tool-call ids (call_id) are the mock model\'s, fixed by the script.',
       variant.notes,
       scenario.notes ?? '',
@@ -205,6 +233,61 @@ function truthFor(scenario, variant, finalOutput) {
 // ---- variants ---------------------------------------------------------------------------------------
 const rec = new Recorder('corpus-vercel-ai');
 
+/** Same scripted steps as modelResults, as the stream parts a provider's doStream yields. */
+function streamResults(scenario) {
+  return modelResults(scenario).map((r) => {
+    const parts = [{ type: 'stream-start', warnings: [] }, { type: 'response-metadata', ...r.response }];
+    for (const c of r.content) {
+      if (c.type === 'text') {
+        parts.push({ type: 'text-start', id: 't0' }, { type: 'text-delta', id: 't0', delta: c.text }, { type: 'text-end', id: 't0' });
+      } else {
+        parts.push(c);
+      }
+    }
+    parts.push({ type: 'finish', finishReason: r.finishReason, usage: r.usage });
+    return {
+      stream: new ReadableStream({
+        start(controller) {
+          for (const part of parts) controller.enqueue(part);
+          controller.close();
+        },
+      }),
+    };
+  });
+}
+
+/**
+ * One run through `sdk` (ai 7 or ai 6): generateText, streamText or a ToolLoopAgent, with the telemetry
+ * settings under `telemetryKey` (`telemetry` in ai 7, `experimental_telemetry` in ai 6).
+ */
+async function runScenario(sdk, MockModel, scenario, telemetryKey, telemetry) {
+  const tools = Object.fromEntries(Object.entries(toolImpls()).map(([k, v]) => [k, sdk.tool(v)]));
+  const mode = scenario.mode ?? 'generate';
+  const model = new MockModel({
+    provider: 'mock-provider',
+    modelId: 'mock-model-1',
+    ...(mode === 'stream' ? { doStream: streamResults(scenario) } : { doGenerate: modelResults(scenario) }),
+  });
+  const tel = {
+    isEnabled: true,
+    // The agent scenario sets no functionId, to show what the agent id alone produces.
+    ...(mode === 'agent' ? {} : { functionId: FUNCTION_ID }),
+    recordInputs: !scenario.contentOff,
+    recordOutputs: !scenario.contentOff,
+    ...telemetry,
+  };
+  const common = { model, tools, stopWhen: sdk.stepCountIs(5), [telemetryKey]: tel };
+  if (mode === 'agent') {
+    const agent = new sdk.ToolLoopAgent({ id: AGENT_ID, instructions: SYSTEM, ...common });
+    return agent.generate({ prompt: scenario.prompt });
+  }
+  if (mode === 'stream') {
+    const result = sdk.streamText({ system: SYSTEM, prompt: scenario.prompt, ...common });
+    return { text: await result.text, steps: await result.steps };
+  }
+  return sdk.generateText({ system: SYSTEM, prompt: scenario.prompt, ...common });
+}
+
 const VARIANTS = [
   {
     prefix: 'ai7otel',
@@ -213,23 +296,10 @@ const VARIANTS = [
     notes:
       'ai 7 + @ai-sdk/otel OpenTelemetry integration passed per call in telemetry.integrations. ' +
       'functionId is emitted as gen_ai.agent.name on the invoke_agent root (the root span NAME is the model id).',
-    run: (scenario) => {
-      const tools = Object.fromEntries(Object.entries(toolImpls()).map(([k, v]) => [k, ai7.tool(v)]));
-      return ai7.generateText({
-        model: new MockLanguageModelV4({ provider: 'mock-provider', modelId: 'mock-model-1', doGenerate: modelResults(scenario) }),
-        system: SYSTEM,
-        prompt: scenario.prompt,
-        tools,
-        stopWhen: ai7.stepCountIs(5),
-        telemetry: {
-          isEnabled: true,
-          functionId: FUNCTION_ID,
-          recordInputs: !scenario.contentOff,
-          recordOutputs: !scenario.contentOff,
-          integrations: [new OpenTelemetry({ tracer: rec.tracer('ai') })],
-        },
-      });
-    },
+    run: (scenario) =>
+      runScenario(ai7, MockLanguageModelV4, scenario, 'telemetry', {
+        integrations: [new OpenTelemetry({ tracer: rec.tracer('ai') })],
+      }),
   },
   {
     prefix: 'ai7legacy',
@@ -238,23 +308,10 @@ const VARIANTS = [
     notes:
       'ai 7 + @ai-sdk/otel LegacyOpenTelemetry integration passed per call in telemetry.integrations. ' +
       'functionId is emitted as ai.telemetry.functionId / resource.name on every span.',
-    run: (scenario) => {
-      const tools = Object.fromEntries(Object.entries(toolImpls()).map(([k, v]) => [k, ai7.tool(v)]));
-      return ai7.generateText({
-        model: new MockLanguageModelV4({ provider: 'mock-provider', modelId: 'mock-model-1', doGenerate: modelResults(scenario) }),
-        system: SYSTEM,
-        prompt: scenario.prompt,
-        tools,
-        stopWhen: ai7.stepCountIs(5),
-        telemetry: {
-          isEnabled: true,
-          functionId: FUNCTION_ID,
-          recordInputs: !scenario.contentOff,
-          recordOutputs: !scenario.contentOff,
-          integrations: [new LegacyOpenTelemetry({ tracer: rec.tracer('ai') })],
-        },
-      });
-    },
+    run: (scenario) =>
+      runScenario(ai7, MockLanguageModelV4, scenario, 'telemetry', {
+        integrations: [new LegacyOpenTelemetry({ tracer: rec.tracer('ai') })],
+      }),
   },
   {
     prefix: 'ai6',
@@ -263,23 +320,8 @@ const VARIANTS = [
     notes:
       'ai 6 built-in experimental_telemetry with an explicit tracer. ' +
       'functionId is emitted as ai.telemetry.functionId / resource.name on every span.',
-    run: (scenario) => {
-      const tools = Object.fromEntries(Object.entries(toolImpls()).map(([k, v]) => [k, ai6.tool(v)]));
-      return ai6.generateText({
-        model: new MockLanguageModelV3({ provider: 'mock-provider', modelId: 'mock-model-1', doGenerate: modelResults(scenario) }),
-        system: SYSTEM,
-        prompt: scenario.prompt,
-        tools,
-        stopWhen: ai6.stepCountIs(5),
-        experimental_telemetry: {
-          isEnabled: true,
-          functionId: FUNCTION_ID,
-          recordInputs: !scenario.contentOff,
-          recordOutputs: !scenario.contentOff,
-          tracer: rec.tracer('ai'),
-        },
-      });
-    },
+    run: (scenario) =>
+      runScenario(ai6, MockLanguageModelV3, scenario, 'experimental_telemetry', { tracer: rec.tracer('ai') }),
   },
 ];
 
