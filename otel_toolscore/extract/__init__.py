@@ -1,0 +1,66 @@
+"""Extraction: spans and log records of any supported instrumentation → :class:`AgentRun` s.
+
+Public API (the online processor and the service depend on these names):
+
+* :class:`SpanRecord`, :func:`record_from_readable` — a cheap view of one finished span (live
+  ``ReadableSpan`` → no copy, no parsing); OTLP protobuf spans through :func:`span_records_from_proto`.
+* :class:`LogRecordView`, :func:`log_view_from_sdk`, :func:`log_views_from_proto` — the same for log
+  records (SDK ``ReadableLogRecord``/``ReadWriteLogRecord`` or OTLP).
+* :func:`classify_start` — ``"agent"``/``"tool"``/``"llm"``/``None`` at span start (O(1)).
+* :func:`read_span` / :func:`read_log` → :class:`SpanFacts` or ``None``. Cheap: content is deferred and
+  parsed by :meth:`SpanFacts.materialize`, which :func:`assemble_runs` calls once per run.
+* :func:`assemble_runs` — the facts of one trace → runs (nesting, de-duplication, ordering).
+* :func:`extract_runs` / :func:`extract_runs_with_report` — files, bytes, export requests or live
+  spans → runs (+ :class:`ExtractionReport`). Malformed input never raises.
+* :class:`ExtractOptions` — limits (``max_chars``), ``capture_content``, framework-call names.
+
+Precedence when a span matches several conventions: the readers run in this order and each fills
+only what is still empty, so the first one that knows a fact wins:
+
+1. OTel GenAI (``gen_ai.*``, ≥1.37 attributes; ≤1.36 events are read last, from span events/logs);
+2. OpenInference (``openinference.span.kind``, ``llm.*``, ``input.value``/``output.value``);
+3. OpenLLMetry / Traceloop (``traceloop.*``, legacy indexed ``gen_ai.prompt/completion.N.*``);
+4. Vercel AI SDK (``ai.*``);
+5. Pydantic AI / Logfire (``agent run``/``running tool``, ``tool_arguments``, ``pydantic_ai.*``);
+6. Google ADK (``gcp.vertex.agent.*``, ``call_llm``, ``agent_run [name]``).
+
+The span's role is the first one a reader names; ``execute_tool (merged)`` is never a call. For the
+run, facts of the run's root span win over facts of its model spans (the first model span for the
+user's request, the last one for the final answer). Framework tags (``strands``, ``openai-agents``,
+``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only.
+"""
+
+from __future__ import annotations
+
+from .assemble import assemble_runs
+from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
+from .readers import classify_start, read_log, read_span
+from .records import (
+    LogRecordView,
+    SpanRecord,
+    log_view_from_sdk,
+    log_views_from_proto,
+    record_from_readable,
+    span_records_from_proto,
+)
+from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report
+
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "ExtractOptions",
+    "ExtractionReport",
+    "LogRecordView",
+    "SourceReport",
+    "SpanFacts",
+    "SpanRecord",
+    "assemble_runs",
+    "classify_start",
+    "extract_runs",
+    "extract_runs_with_report",
+    "log_view_from_sdk",
+    "log_views_from_proto",
+    "read_log",
+    "read_span",
+    "record_from_readable",
+    "span_records_from_proto",
+]

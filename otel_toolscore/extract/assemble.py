@@ -1,0 +1,285 @@
+"""Facts of one trace → :class:`~otel_toolscore.model.AgentRun` s.
+
+Rules (issue 3, ``spec/scorers.md``):
+
+* A run is bounded by an agent span (``role == "agent"``). Facts that no agent span encloses go to
+  a run bounded by their local root span when the trace has no agent span at all (a hand-written
+  loop over an instrumented client), or when they include tool calls.
+* Each fact belongs to the nearest enclosing run; nested runs get ``parent_run_id``.
+* Executed calls come from tool spans. Requested calls come from model outputs (model spans and
+  their log events); requested calls from an agent span's own output (a whole-run summary such as
+  AI SDK 7's root or ``pydantic_ai.all_messages``) are used only when no model span in the run
+  reported requested calls.
+* A requested call and an executed call are one call when their ids match; remaining ones are paired
+  by name and order within the run. Requested calls without a tool span still count, placed right
+  after the call before them in the same model output. Calls whose id appears in the run's input
+  messages before they are requested are history, never new calls.
+* A requested-only call whose result (read from a later model call's input) is an error report gets
+  ``status="error"`` and the error class as ``error_type``.
+* ``run_id`` is the root span id (hex).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..model import AgentRun, ToolCall, ToolDefinition
+from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
+
+__all__ = ["assemble_runs"]
+
+#: Attribute keys whose values are content or bulky, never copied into ``AgentRun.attributes``.
+_BULKY_PREFIXES = ("gen_ai.input.", "gen_ai.output.", "gen_ai.system_instructions", "gen_ai.tool.definitions",
+                   "llm.input_messages", "llm.output_messages", "input.value", "output.value", "ai.prompt",
+                   "ai.response", "pydantic_ai.all_messages", "traceloop.entity.input", "traceloop.entity.output",
+                   "gcp.vertex.agent.llm_", "final_result")
+_MAX_ATTR_CHARS = 256
+
+
+def _root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not attrs:
+        return out
+    for key, value in attrs.items():
+        if key.startswith(_BULKY_PREFIXES):
+            continue
+        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_ATTR_CHARS):
+            out[key] = value
+    return out
+
+
+class _Run:
+    __slots__ = ("agent_facts", "llm_spans", "other_facts", "root", "tool_facts")
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.agent_facts: list[SpanFacts] = []
+        self.tool_facts: list[SpanFacts] = []
+        self.llm_spans: dict[str, list[SpanFacts]] = {}
+        self.other_facts: list[SpanFacts] = []
+
+
+def assemble_runs(
+    facts: Iterable[SpanFacts],
+    parents: Mapping[str, str | None],
+    *,
+    local_roots: Iterable[str] = (),
+    options: ExtractOptions | None = None,
+) -> list[AgentRun]:
+    """Turn the facts of ONE trace into runs (see the module docstring for the rules).
+
+    ``parents`` maps span id → parent span id for every span seen in the trace, including spans that
+    gave no facts, so the nearest enclosing run is found through intermediate spans. ``local_roots``
+    names spans to treat as roots even though they have a parent (a remote parent, live).
+    """
+    opts = options or DEFAULT_OPTIONS
+    by_span: dict[str, list[SpanFacts]] = {}
+    for f in facts:
+        if not f.span_id:
+            continue
+        f.materialize(opts)
+        by_span.setdefault(f.span_id, []).append(f)
+    if not by_span:
+        return []
+    stops = set(local_roots)
+
+    def parent_of(span_id: str) -> str | None:
+        if span_id in stops:
+            return None
+        if span_id in parents:
+            return parents[span_id]
+        fs = by_span.get(span_id)
+        return fs[0].parent_span_id if fs else None
+
+    def role_of(span_id: str) -> str:
+        fs = by_span.get(span_id, ())
+        for f in fs:
+            if not f.from_log:
+                return f.role
+        return "llm" if fs else ""
+
+    roots = {s for s in by_span if role_of(s) == "agent"}
+    limit = len(parents) + len(by_span) + 2
+
+    def enclosing(span_id: str, include_self: bool) -> tuple[str | None, str]:
+        """(nearest run root, topmost ancestor reached)."""
+        cur: str | None = span_id if include_self else parent_of(span_id)
+        top = span_id
+        steps = 0
+        while cur is not None and steps < limit:
+            if cur in roots:
+                return cur, cur
+            top = cur
+            cur = parent_of(cur)
+            steps += 1
+        return None, top
+
+    runs: dict[str, _Run] = {r: _Run(r) for r in roots}
+    orphans: dict[str, list[tuple[str, list[SpanFacts]]]] = {}
+    for span_id, fs in by_span.items():
+        root, top = enclosing(span_id, include_self=True)
+        if root is None:
+            orphans.setdefault(top, []).append((span_id, fs))
+            continue
+        _place(runs[root], span_id, fs, role_of(span_id))
+    for top, groups in orphans.items():
+        roles = {role_of(s) for s, _ in groups}
+        has_calls = "tool" in roles or any(f.requested or f.requested_fallback for _, fs in groups for f in fs)
+        if not (has_calls or (not roots and "llm" in roles)):
+            continue
+        run = runs.setdefault(top, _Run(top))
+        for span_id, fs in groups:
+            _place(run, span_id, fs, role_of(span_id))
+
+    out: list[tuple[int, AgentRun]] = []
+    for root_id, run in runs.items():
+        parent_root, _ = enclosing(root_id, include_self=False) if root_id in roots else (None, "")
+        agent_run = _build(run, parent_root, opts)
+        start = min((f.start_time_unix_nano for f in run.agent_facts), default=0) or _first_start(run)
+        out.append((start, agent_run))
+    out.sort(key=lambda item: item[0])
+    return [r for _, r in out]
+
+
+def _first_start(run: _Run) -> int:
+    starts = [f.start_time_unix_nano for f in run.tool_facts + run.other_facts]
+    starts += [f.start_time_unix_nano for fs in run.llm_spans.values() for f in fs]
+    return min(starts, default=0)
+
+
+def _place(run: _Run, span_id: str, fs: list[SpanFacts], role: str) -> None:
+    if span_id == run.root and role == "agent":
+        run.agent_facts.extend(fs)
+    elif role == "tool":
+        run.tool_facts.extend(f for f in fs if f.call is not None)
+        logs = [f for f in fs if f.from_log]
+        if logs:
+            run.llm_spans.setdefault(span_id, []).extend(logs)
+    elif role == "llm":
+        run.llm_spans.setdefault(span_id, []).extend(fs)
+    elif span_id == run.root:
+        run.agent_facts.extend(fs)  # a local root bounding the run (e.g. a CHAIN or workflow span)
+    else:
+        run.other_facts.extend(fs)
+
+
+def _first(values: Iterable[Any]) -> Any:
+    return next((v for v in values if v), None)
+
+
+def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun:
+    root_facts = run.agent_facts
+    llm_groups = sorted(run.llm_spans.values(), key=lambda fs: (fs[0].start_time_unix_nano, fs[0].span_id))
+    llm_facts = [f for fs in llm_groups for f in fs]
+    inner = [*run.tool_facts, *llm_facts, *run.other_facts]
+    everything = [*root_facts, *inner]
+    trace_id = _first(f.trace_id for f in everything) or None
+
+    # -- calls ------------------------------------------------------------------------------------
+    executed = sorted(run.tool_facts, key=lambda f: (f.start_time_unix_nano, f.span_id))
+    calls: list[tuple[tuple[int, int], ToolCall]] = []
+    exec_calls = [f.call for f in executed if f.call is not None]
+    by_id = {c.call_id: c for c in exec_calls if c.call_id}
+    matched: set[int] = set()
+    results: dict[str, tuple[Any, str | None]] = {}
+    for f in everything:
+        results.update(f.results)
+
+    outputs: list[list[ToolCall]] = []
+    for fs in llm_groups:
+        # a span's own attributes first, its log events only when the attributes carried no calls
+        lists = [f.requested for f in fs if f.requested and not f.from_log] or [f.requested for f in fs if f.requested]
+        if lists:
+            outputs.append(lists[0])
+    if not outputs:
+        outputs = [f.requested_fallback for f in root_facts if f.requested_fallback][:1]
+    seen_requested: set[str] = set()
+    pending: list[list[tuple[ToolCall, ToolCall | None]]] = []
+    for output in outputs:
+        row: list[tuple[ToolCall, ToolCall | None]] = []
+        for req in output:
+            if req.call_id:
+                if req.call_id in seen_requested:
+                    continue
+                seen_requested.add(req.call_id)
+            hit = by_id.get(req.call_id) if req.call_id else None
+            if hit is not None and id(hit) not in matched:
+                matched.add(id(hit))
+            else:
+                hit = None
+            row.append((req, hit))
+        pending.append(row)
+    # second pass: pair the leftovers by name and order
+    leftovers: dict[str, list[ToolCall]] = {}
+    for c in exec_calls:
+        if id(c) not in matched:
+            leftovers.setdefault(c.name, []).append(c)
+    for row in pending:
+        for i, (req, hit) in enumerate(row):
+            if hit is None and leftovers.get(req.name):
+                cand = leftovers[req.name].pop(0)
+                matched.add(id(cand))
+                row[i] = (req, cand)
+    history_of = {f.span_id: f.history_ids for f in root_facts + llm_facts if f.history_ids}
+    placed: set[int] = set()
+    for row in pending:
+        # One model output: its calls keep the model's order (parallel tool spans may start in any
+        # order). The row sits at the model call's end, or earlier if a tool of it started earlier.
+        starts = [hit.start_time_unix_nano for _, hit in row if hit is not None and hit.start_time_unix_nano]
+        ends = [req.start_time_unix_nano for req, _ in row if req.start_time_unix_nano]
+        row_time = min(starts + ends, default=0)
+        for pos, (req, hit) in enumerate(row):
+            if hit is not None:
+                if hit.arguments is None and req.arguments is not None:
+                    hit.arguments = req.arguments
+                placed.add(id(hit))
+                calls.append(((row_time, pos + 1), hit))
+                continue
+            if req.call_id and req.call_id in history_of.get(req.span_id or "", ()):
+                continue  # a call the same span was given as input: history echoed back, not a new call
+            result = results.get(req.call_id) if req.call_id else None
+            if result is not None:
+                req.result = result[0] if opts.capture_content else None
+                if result[1]:
+                    req.status = "error"
+                    req.error_type = result[1]
+            calls.append(((row_time, pos + 1), req))
+    for c in exec_calls:
+        if id(c) not in placed:
+            calls.append(((c.start_time_unix_nano or 0, 0), c))
+    calls.sort(key=lambda item: item[0])
+    tool_calls = [c for _, c in calls if opts.include_framework_calls or c.kind != "framework"]
+    tool_calls = tool_calls[: opts.max_calls_per_run]
+
+    # -- run-level facts: the root first, then model spans, then anything inside ----------------
+    tools: list[ToolDefinition] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
+    user_query = _first(f.user_query for f in root_facts) or _first(f.user_query for f in llm_facts)
+    final_output = _first(f.final_output for f in root_facts) or _first(
+        f.final_output for f in sorted(llm_facts, key=lambda f: -f.end_time_unix_nano)
+    )
+    agent_name = _first(f.agent_name for f in root_facts) or _first(f.agent_name for f in inner)
+    conversation_id = _first(f.conversation_id for f in root_facts) or _first(f.conversation_id for f in inner)
+    conventions: list[str] = []
+    for f in everything:
+        for conv in f.conventions:
+            if conv not in conventions:
+                conventions.append(conv)
+    root_attrs = _first(f.attributes for f in root_facts)
+    attributes = _root_attributes(root_attrs)
+    return AgentRun.model_construct(
+        run_id=run.root,
+        trace_id=trace_id,
+        root_span_id=run.root,
+        parent_run_id=parent_root,
+        agent_name=agent_name,
+        conversation_id=conversation_id,
+        conventions=conventions,
+        input_messages=[],
+        output_messages=[],
+        user_query=user_query if opts.capture_content else None,
+        final_output=final_output if opts.capture_content else None,
+        available_tools=tools,
+        tool_calls=tool_calls,
+        attributes=attributes,
+    )

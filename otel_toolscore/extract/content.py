@@ -1,0 +1,421 @@
+"""Deferred parsers: content-bearing values turned into run facts at assembly time.
+
+Each parser has the signature ``(facts, value, options) -> None`` and only *fills* fields that are
+still empty (the first reader in precedence order wins, see the package docstring). None of them
+raises on bad input: a value that should be JSON and is not is recorded in ``facts.problems``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..model import ToolCall, ToolDefinition
+from .facts import ExtractOptions, SpanFacts
+from .values import Bad, ParsedMessages, load_json, maybe_json, parse_messages, text_of, truncate_value
+
+__all__ = [
+    "adk_llm_request",
+    "adk_llm_response",
+    "agent_input_messages",
+    "agent_output_messages",
+    "genai_input_messages",
+    "genai_output_messages",
+    "io_value_input",
+    "io_value_output",
+    "log_event_body",
+    "openinference_flat",
+    "pydantic_all_messages",
+    "tool_definitions",
+    "traceloop_args",
+    "traceloop_indexed",
+    "vercel_prompt",
+    "vercel_prompt_tools",
+    "vercel_response_toolcalls",
+]
+
+
+def _json(facts: SpanFacts, value: Any, what: str) -> Any:
+    parsed = load_json(value)
+    if isinstance(parsed, Bad):
+        facts.problems.append(f"span {facts.span_id}: {what}: {parsed.error}")
+        return None
+    return parsed
+
+
+def _requested(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, start: int = 0) -> list[ToolCall]:
+    calls = []
+    for n, raw in enumerate(pm.calls[start:]):
+        args = maybe_json(raw.arguments) if opts.capture_content else None
+        calls.append(
+            ToolCall.model_construct(
+                name=raw.name,
+                call_id=raw.call_id,
+                arguments=truncate_value(args, opts.max_chars),
+                result=None,
+                status="ok",
+                error_type=None,
+                kind="framework" if opts.is_framework(raw.name) else "tool",
+                source="requested",
+                span_id=facts.span_id,
+                start_time_unix_nano=facts.end_time_unix_nano or None,
+                end_time_unix_nano=None,
+                message_index=None,
+                invocation_index=n,
+            )
+        )
+    return calls
+
+
+def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) -> None:
+    """Input messages: the user's request, and the ids / results of calls made earlier (history)."""
+    for raw in pm.calls:
+        if raw.call_id:
+            facts.history_ids.add(raw.call_id)
+    for rid, (value, err) in pm.results.items():
+        facts.history_ids.add(rid)
+        facts.results[rid] = (truncate_value(maybe_json(value), opts.max_chars) if opts.capture_content else None, err)
+    if facts.user_query is None and pm.user_texts:
+        facts.user_query = pm.user_texts[-1]
+
+
+def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, fallback: bool) -> None:
+    calls = _requested(facts, pm, opts)
+    if calls:
+        target = facts.requested_fallback if fallback else facts.requested
+        if not target:
+            target.extend(calls)
+    for rid, (value, err) in pm.results.items():
+        facts.results.setdefault(rid, (truncate_value(maybe_json(value), opts.max_chars), err))
+    if facts.final_output is None and pm.assistant_texts:
+        facts.final_output = pm.assistant_texts[-1]
+
+
+# -- OTel GenAI >= 1.37 ------------------------------------------------------------------------------
+def genai_input_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    data = _json(facts, value, "gen_ai.input.messages")
+    if data is not None:
+        _absorb_history(facts, parse_messages(data), opts)
+
+
+def genai_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    data = _json(facts, value, "gen_ai.output.messages")
+    if data is not None:
+        _absorb_output(facts, parse_messages(data), opts, fallback=facts.role == "agent")
+
+
+agent_input_messages = genai_input_messages
+
+
+def agent_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """Output messages of an agent span: the answer, and requested calls used only as a fallback."""
+    data = _json(facts, value, "output messages")
+    if data is not None:
+        _absorb_output(facts, parse_messages(data), opts, fallback=True)
+
+
+def _definition(item: Any) -> ToolDefinition | None:
+    if isinstance(item, str):
+        parsed = maybe_json(item)
+        if isinstance(parsed, str):
+            return ToolDefinition.model_construct(name=item, description=None, parameters=None) if item else None
+        item = parsed
+    if not isinstance(item, Mapping):
+        return None
+    if isinstance(item.get("function"), Mapping):  # OpenAI {"type":"function","function":{...}}
+        item = item["function"]
+    name = item.get("name") or item.get("id")
+    if not name:
+        return None
+    params = item.get("parameters", item.get("inputSchema", item.get("input_schema")))
+    desc = item.get("description")
+    return ToolDefinition.model_construct(
+        name=str(name),
+        description=str(desc) if desc is not None else None,
+        parameters=params if isinstance(params, dict) else None,
+    )
+
+
+def _add_definitions(facts: SpanFacts, items: Iterable[Any]) -> None:
+    if facts.tools:
+        return
+    seen: set[str] = set()
+    for item in items:
+        d = _definition(item)
+        if d is not None and d.name not in seen:
+            seen.add(d.name)
+            facts.tools.append(d)
+
+
+def tool_definitions(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """``gen_ai.tool.definitions``: objects, OpenAI functions, or Mastra's list of names; JSON or not."""
+    data = _json(facts, value, "gen_ai.tool.definitions") if isinstance(value, str) else value
+    if isinstance(data, Mapping):
+        data = [data]
+    if isinstance(data, (list, tuple)):
+        _add_definitions(facts, data)
+
+
+# -- GenAI <= 1.36 events (log records and span events) ---------------------------------------------
+def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """One ``gen_ai.*.message`` / ``gen_ai.choice`` event: ``value`` is ``(event name, body)``."""
+    name, body = value
+    if isinstance(body, str):
+        body = maybe_json(body)
+    if name == "gen_ai.choice":
+        if isinstance(body, Mapping) and "message" not in body and ("tool_calls" in body or "content" in body):
+            body = {"message": {"role": "assistant", **body}}
+        _absorb_output(facts, parse_messages(body), opts, fallback=False)
+        return
+    if not isinstance(body, Mapping):
+        body = {"content": body} if isinstance(body, str) else {}
+    role = {"gen_ai.user.message": "user", "gen_ai.system.message": "system", "gen_ai.tool.message": "tool"}.get(
+        name, "assistant"
+    )
+    message = {"role": body.get("role", role), **body}
+    if role == "tool" and "tool_call_id" not in message:
+        message["tool_call_id"] = body.get("id")
+    _absorb_history(facts, parse_messages(message), opts)
+
+
+# -- OpenInference --------------------------------------------------------------------------------
+_OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+_OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
+_OI_CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
+_OI_TOOL = re.compile(r"^llm\.tools\.(\d+)\.tool\.(.+)$")
+
+
+def _oi_messages(flat: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    messages = []
+    for index in sorted(flat):
+        fields = flat[index]
+        calls: dict[int, dict[str, Any]] = {}
+        contents: dict[int, dict[str, Any]] = {}
+        message: dict[str, Any] = {}
+        for key, val in fields.items():
+            if m := _OI_CALL.match(key):
+                calls.setdefault(int(m.group(1)), {})[m.group(2)] = val
+            elif m := _OI_CONTENT.match(key):
+                contents.setdefault(int(m.group(1)), {})[m.group(2)] = val
+            else:
+                message[key] = val
+        out: dict[str, Any] = {"role": message.get("role"), "content": message.get("content")}
+        if not out["content"] and contents:
+            out["content"] = [{"type": c.get("type", "text"), "text": c.get("text")} for _, c in sorted(contents.items())]
+        tool_calls = []
+        for _, c in sorted(calls.items()):
+            tool_calls.append(
+                {"id": c.get("id"), "function": {"name": c.get("function.name"), "arguments": c.get("function.arguments")}}
+            )
+        if not tool_calls and message.get("function_call_name"):  # legacy single function call
+            tool_calls.append(
+                {"function": {"name": message["function_call_name"], "arguments": message.get("function_call_arguments_json")}}
+            )
+        if tool_calls:
+            out["tool_calls"] = tool_calls
+        if message.get("tool_call_id"):
+            out["tool_call_id"] = message["tool_call_id"]
+        messages.append(out)
+    return messages
+
+
+def openinference_flat(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
+    """Flattened ``llm.input_messages.*`` / ``llm.output_messages.*`` / ``llm.tools.*`` keys."""
+    inputs: dict[int, dict[str, Any]] = {}
+    outputs: dict[int, dict[str, Any]] = {}
+    tools: dict[int, dict[str, Any]] = {}
+    for key, val in attrs.items():
+        if not key.startswith("llm."):
+            continue
+        if m := _OI_MESSAGE.match(key):
+            side = inputs if m.group(1) == "input" else outputs
+            side.setdefault(int(m.group(2)), {})[m.group(3)] = val
+        elif m := _OI_TOOL.match(key):
+            tools.setdefault(int(m.group(1)), {})[m.group(2)] = val
+    if inputs:
+        _absorb_history(facts, parse_messages(_oi_messages(inputs)), opts)
+    if outputs:
+        _absorb_output(facts, parse_messages(_oi_messages(outputs)), opts, fallback=facts.role == "agent")
+    if tools:
+        _add_definitions(facts, (t.get("json_schema", t.get("name")) for _, t in sorted(tools.items())))
+    fc = attrs.get("llm.function_call")
+    if fc and not facts.requested and not outputs:
+        data = _json(facts, fc, "llm.function_call")
+        if isinstance(data, Mapping) and data.get("name"):
+            _absorb_output(facts, parse_messages({"role": "assistant", "tool_calls": [{"function": data}]}), opts, fallback=False)
+
+
+def _io_text(value: Any, role: str) -> str | None:
+    """Text of an ``input.value`` / ``output.value``: plain text, or messages / ``{"input": ...}`` JSON."""
+    if value is None:
+        return None
+    data = maybe_json(value) if isinstance(value, str) else value
+    if isinstance(data, str):
+        return data or None
+    pm = parse_messages(data)
+    texts = pm.user_texts if role == "user" else pm.assistant_texts
+    if texts:
+        return texts[-1]
+    if isinstance(data, Mapping):
+        for key in ("input", "query", "question", "prompt", "message", "user_input", "output", "answer", "result"):
+            inner = data.get(key)
+            if isinstance(inner, str) and inner:
+                return inner
+            if isinstance(inner, (Mapping, list)):
+                got = _io_text(inner, role)
+                if got:
+                    return got
+        if len(data) == 1:
+            only = next(iter(data.values()))
+            return only if isinstance(only, str) and only else None
+    return text_of(data)
+
+
+def io_value_input(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    if facts.user_query is None:
+        facts.user_query = _io_text(value, "user")
+
+
+def io_value_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    if facts.final_output is None:
+        facts.final_output = _io_text(value, "assistant")
+
+
+# -- OpenLLMetry / Traceloop -----------------------------------------------------------------------
+_TL_INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+_TL_TOOLCALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
+_TL_FUNCS = re.compile(r"^(?:llm\.request\.functions|gen_ai\.tool\.definitions)\.(\d+)\.(.+)$")
+
+
+def traceloop_indexed(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
+    """Legacy indexed ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` / ``llm.request.functions.N.*``."""
+    prompt: dict[int, dict[str, Any]] = {}
+    completion: dict[int, dict[str, Any]] = {}
+    funcs: dict[int, dict[str, Any]] = {}
+    for key, val in attrs.items():
+        if m := _TL_INDEXED.match(key):
+            side = prompt if m.group(1) == "prompt" else completion
+            side.setdefault(int(m.group(2)), {})[m.group(3)] = val
+        elif m := _TL_FUNCS.match(key):
+            funcs.setdefault(int(m.group(1)), {})[m.group(2)] = val
+
+    def messages(side: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for _, fields in sorted(side.items()):
+            calls: dict[int, dict[str, Any]] = {}
+            for key, val in fields.items():
+                if m := _TL_TOOLCALL.match(key):
+                    calls.setdefault(int(m.group(1)), {})[m.group(2)] = val
+            msg: dict[str, Any] = {"role": fields.get("role"), "content": maybe_json(fields.get("content"))}
+            if isinstance(msg["content"], (Mapping,)) or (
+                isinstance(msg["content"], list) and not all(isinstance(p, Mapping) for p in msg["content"])
+            ):
+                msg["content"] = fields.get("content")
+            if calls:
+                msg["tool_calls"] = [
+                    {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
+                    for _, c in sorted(calls.items())
+                ]
+            if fields.get("tool_call_id"):
+                msg["tool_call_id"] = fields["tool_call_id"]
+            out.append(msg)
+        return out
+
+    if prompt:
+        _absorb_history(facts, parse_messages(messages(prompt)), opts)
+    if completion:
+        _absorb_output(facts, parse_messages(messages(completion)), opts, fallback=facts.role == "agent")
+    if funcs:
+        _add_definitions(facts, (f for _, f in sorted(funcs.items())))
+
+
+def traceloop_args(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """``traceloop.entity.input`` = ``{"args": [...], "kwargs": {...}}``: keyword arguments when
+    there are no positional ones; a LangChain ``{"inputs": ...}`` wrapper is unwrapped."""
+    data = maybe_json(value)
+    if isinstance(data, Mapping):
+        args, kwargs = data.get("args"), data.get("kwargs")
+        if "inputs" in data and args is None:
+            data = maybe_json(data["inputs"])
+        elif isinstance(kwargs, Mapping) and not args:
+            data = dict(kwargs)
+        elif isinstance(args, list) and len(args) == 1 and not kwargs:
+            data = args[0]
+    if isinstance(data, Mapping) and set(data) == {"input_str"}:
+        data = maybe_json(data["input_str"])
+    facts.raw_arguments = data
+
+
+# -- Vercel AI SDK ---------------------------------------------------------------------------------
+def vercel_prompt(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """Root ``ai.prompt``: ``{"system", "prompt": text}`` or ``{"system", "messages": [...]}``;
+    doGenerate ``ai.prompt.messages``: the message list (history)."""
+    data = _json(facts, value, "ai.prompt")
+    if isinstance(data, Mapping) and isinstance(data.get("prompt"), str):
+        if facts.user_query is None:
+            facts.user_query = data["prompt"]
+        return
+    if data is not None:
+        _absorb_history(facts, parse_messages(data), opts)
+
+
+def vercel_prompt_tools(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    data = value
+    if isinstance(data, str):
+        data = _json(facts, data, "ai.prompt.tools")
+    if isinstance(data, (list, tuple)):
+        _add_definitions(facts, data)
+
+
+def vercel_response_toolcalls(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    data = _json(facts, value, "ai.response.toolCalls")
+    if isinstance(data, list):
+        entries = [{**e, "type": "tool_call"} for e in data if isinstance(e, Mapping)]
+        _absorb_output(
+            facts, parse_messages({"role": "assistant", "parts": entries}), opts, fallback=facts.role == "agent"
+        )
+
+
+# -- Pydantic AI -----------------------------------------------------------------------------------
+def pydantic_all_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """``pydantic_ai.all_messages``: the whole conversation; calls after the last user message are
+    this run's (a fallback behind the model spans), earlier ones are history."""
+    data = _json(facts, value, "pydantic_ai.all_messages")
+    if data is None:
+        return
+    pm = parse_messages(data)
+    cut = pm.first_call_after_last_user
+    for raw in pm.calls[:cut]:
+        if raw.call_id:
+            facts.history_ids.add(raw.call_id)
+    if facts.user_query is None and pm.user_texts:
+        facts.user_query = pm.user_texts[-1]
+    if not facts.requested_fallback:
+        facts.requested_fallback.extend(_requested(facts, pm, opts, start=cut))
+    for rid, (val, err) in pm.results.items():
+        facts.results.setdefault(rid, (truncate_value(maybe_json(val), opts.max_chars), err))
+    if facts.final_output is None and pm.assistant_texts:
+        facts.final_output = pm.assistant_texts[-1]
+
+
+# -- Google ADK --------------------------------------------------------------------------------------
+def adk_llm_request(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    data = _json(facts, value, "gcp.vertex.agent.llm_request")
+    if not isinstance(data, Mapping):
+        return
+    _absorb_history(facts, parse_messages(data), opts)
+    config = data.get("config")
+    if isinstance(config, Mapping) and isinstance(config.get("tools"), list):
+        decls: list[Any] = []
+        for tool in config["tools"]:
+            if isinstance(tool, Mapping):
+                fds = tool.get("function_declarations") or tool.get("functionDeclarations") or ()
+                decls.extend(fds if isinstance(fds, list) else ())
+        _add_definitions(facts, decls)
+
+
+def adk_llm_response(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    data = _json(facts, value, "gcp.vertex.agent.llm_response")
+    if isinstance(data, Mapping):
+        _absorb_output(facts, parse_messages(data), opts, fallback=False)

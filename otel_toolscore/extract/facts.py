@@ -1,0 +1,151 @@
+"""What one span (or log record) contributes to a run: :class:`SpanFacts`, and the options.
+
+Two phases keep the hot path cheap:
+
+* :func:`~otel_toolscore.extract.read_span` fills the *cheap* fields only: role, ids, names, the
+  executed tool's name / call id / status, times, conventions. Content-bearing attributes (message
+  JSON, tool definitions, flattened OpenInference keys, arguments and results) are not parsed: the
+  reader records *which* parser applies to *which* value in ``deferred`` (a reference to the value
+  the span already holds, not a copy).
+* :meth:`SpanFacts.materialize` (called by :func:`~otel_toolscore.extract.assemble_runs`, once per
+  run when its root ends) runs the deferred parsers, truncates content to
+  :class:`ExtractOptions` limits and builds the :class:`~otel_toolscore.model.ToolCall` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import ToolCall, ToolDefinition
+from .values import Bad, load_json, maybe_json, truncate, truncate_value
+
+__all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "SpanFacts"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractOptions:
+    """Limits and choices of the extractor.
+
+    Attributes:
+        max_chars: longest text / argument / result kept (longer ones are truncated, marked).
+        capture_content: keep arguments, results, query and answer; ``False`` keeps names only.
+        framework_tool_names: tool names the framework calls for itself (output tools).
+        framework_tool_prefixes: name prefixes of framework calls (handoffs, numbered output tools).
+        include_framework_calls: keep framework calls in ``AgentRun.tool_calls`` (as
+            ``kind="framework"``; scorers skip them unless asked). ``False`` drops them.
+        max_calls_per_run: calls kept per run; further ones are dropped and counted.
+    """
+
+    max_chars: int = 8192
+    capture_content: bool = True
+    framework_tool_names: frozenset[str] = frozenset({"final_result", "final_answer"})
+    framework_tool_prefixes: tuple[str, ...] = ("transfer_to_", "final_result_", "handoff to ")
+    include_framework_calls: bool = True
+    max_calls_per_run: int = 2000
+
+    def is_framework(self, name: str) -> bool:
+        return name in self.framework_tool_names or name.startswith(self.framework_tool_prefixes)
+
+
+DEFAULT_OPTIONS = ExtractOptions()
+
+#: A deferred parser: fills content fields of ``facts`` from one raw value.
+Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
+
+
+@dataclass(slots=True)
+class SpanFacts:
+    """What one span or log record contributes (see the module docstring for the two phases).
+
+    ``role``: ``"agent"`` (bounds a run), ``"tool"`` (an executed call), ``"llm"`` (a model call),
+    ``"other"`` (carries run-level facts only, e.g. a ``CHAIN`` root's input/output).
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    role: str
+    name: str = ""
+    conventions: tuple[str, ...] = ()
+    start_time_unix_nano: int = 0
+    end_time_unix_nano: int = 0
+    agent_name: str | None = None
+    agent_id: str | None = None
+    conversation_id: str | None = None
+    #: executed call (role ``tool``), cheap fields
+    tool_name: str | None = None
+    call_id: str | None = None
+    raw_arguments: Any = None
+    raw_result: Any = None
+    status: str = "ok"
+    error_type: str | None = None
+    framework: bool = False
+    #: a handoff / agent-as-tool target named by the span (e.g. ``gen_ai.agent.handoff.target.name``)
+    from_log: bool = False
+    #: span attributes of a run root, by reference (``AgentRun.attributes`` is built from them)
+    attributes: Mapping[str, Any] | None = None
+    deferred: list[tuple[Deferred, Any]] = field(default_factory=list)
+    # -- filled by materialize() --------------------------------------------------------------
+    call: ToolCall | None = None
+    requested: list[ToolCall] = field(default_factory=list)
+    #: requested calls that come from a whole-conversation dump (used only when no model span has any)
+    requested_fallback: list[ToolCall] = field(default_factory=list)
+    history_ids: set[str] = field(default_factory=set)
+    #: tool results seen in messages, by call id: (value, error type or None)
+    results: dict[str, tuple[Any, str | None]] = field(default_factory=dict)
+    user_query: str | None = None
+    final_output: str | None = None
+    tools: list[ToolDefinition] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    materialized: bool = False
+
+    def defer(self, parser: Deferred, value: Any) -> None:
+        self.deferred.append((parser, value))
+
+    def materialize(self, options: ExtractOptions | None = None) -> SpanFacts:
+        """Run the deferred parsers and build the executed :class:`ToolCall` (idempotent)."""
+        if self.materialized:
+            return self
+        opts = options or DEFAULT_OPTIONS
+        self.materialized = True
+        for parser, value in self.deferred:
+            try:
+                parser(self, value, opts)
+            except Exception as exc:  # a reader bug or an odd shape must not lose the rest of the run
+                self.problems.append(f"span {self.span_id}: {parser.__name__} failed: {type(exc).__name__}: {exc}")
+        self.deferred = []
+        if self.tool_name is not None and self.role == "tool":
+            self.call = ToolCall.model_construct(
+                name=self.tool_name,
+                call_id=self.call_id,
+                arguments=self._content(self.raw_arguments, opts, "arguments"),
+                result=self._content(self.raw_result, opts, "result"),
+                status="error" if self.status == "error" else "ok",
+                error_type=self.error_type,
+                kind="framework" if (self.framework or opts.is_framework(self.tool_name)) else "tool",
+                source="span",
+                span_id=self.span_id,
+                start_time_unix_nano=self.start_time_unix_nano or None,
+                end_time_unix_nano=self.end_time_unix_nano or None,
+                message_index=None,
+                invocation_index=None,
+            )
+        if not opts.capture_content:
+            self.user_query = None
+            self.final_output = None
+        else:
+            self.user_query = truncate(self.user_query, opts.max_chars)
+            self.final_output = truncate(self.final_output, opts.max_chars)
+        return self
+
+    def _content(self, value: Any, opts: ExtractOptions, what: str) -> Any:
+        if value is None or not opts.capture_content:
+            return None
+        if isinstance(value, str):
+            parsed = maybe_json(value)
+            if parsed is value and value[:1] in ("{", "[") and isinstance(load_json(value), Bad):
+                self.problems.append(f"span {self.span_id}: {what} of {self.tool_name} is not valid JSON")
+            value = parsed
+        return truncate_value(value, opts.max_chars)

@@ -1,0 +1,477 @@
+"""Per-span and per-log readers: one small function per convention, tables of keys, no parsing.
+
+:func:`read_span` runs on the application's thread for every ended span, so it rejects spans that
+carry nothing GenAI/agent-related with one set-disjointness test over the attribute keys plus a
+name-prefix test, and for the others only reads scalar attributes: content is deferred (see
+:mod:`.facts`). The readers run in precedence order and each fills only what is still empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .content import (
+    adk_llm_request,
+    adk_llm_response,
+    genai_input_messages,
+    genai_output_messages,
+    io_value_input,
+    io_value_output,
+    log_event_body,
+    openinference_flat,
+    pydantic_all_messages,
+    tool_definitions,
+    traceloop_args,
+    traceloop_indexed,
+    vercel_prompt,
+    vercel_prompt_tools,
+    vercel_response_toolcalls,
+)
+from .facts import ExtractOptions, SpanFacts
+from .records import LogRecordView, SpanRecord
+from .values import clean_id
+
+__all__ = ["classify_start", "read_log", "read_span"]
+
+_AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow"})
+_LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion", "responses"})
+_VERCEL_ROOTS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
+_OI_ROLES = {"AGENT": "agent", "TOOL": "tool", "LLM": "llm"}
+_TL_ROLES = {"workflow": "agent", "agent": "agent", "tool": "tool"}
+
+#: Attribute keys any reader reacts to. A span with none of them (and no telling name or event)
+#: is rejected before any other work.
+_MARKERS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.agent.name",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.system",
+        "gen_ai.provider.name",
+        "gen_ai.prompt.0.role",
+        "gen_ai.completion.0.role",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "llm.request.type",
+        "ai.operationId",
+        "mastra.span.type",
+        "gcp.vertex.agent.llm_request",
+        "gcp.vertex.agent.tool_call_args",
+        "pydantic_ai.all_messages",
+        "tool_arguments",
+        "agent_name",
+    }
+)
+_NAME_PREFIXES = ("invoke_agent", "execute_tool", "agent run", "running tool", "call_llm", "agent_run [", "ai.")
+#: Events of GenAI <= 1.36 carried as span events (same names as the log events).
+_BODY_EVENTS = frozenset(
+    {
+        "gen_ai.user.message",
+        "gen_ai.system.message",
+        "gen_ai.assistant.message",
+        "gen_ai.tool.message",
+        "gen_ai.choice",
+    }
+)
+_DETAIL_EVENTS = frozenset({"gen_ai.client.inference.operation.details", "gen_ai.content.prompt", "gen_ai.content.completion"})
+_GENAI_CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.definitions")
+#: Instrumentation scope (prefix) → convention tag; tells frameworks apart that share a convention.
+_SCOPE_TAGS = (
+    ("pydantic-ai", "pydantic-ai"),
+    ("gcp.vertex.agent", "adk"),
+    ("strands", "strands"),
+    ("openinference.instrumentation.openai_agents", "openai-agents"),
+    ("opentelemetry.instrumentation.openai_agents", "openai-agents"),
+    ("openai_agents", "openai-agents"),
+    ("openinference.instrumentation.langchain", "langchain"),
+    ("opentelemetry.instrumentation.langchain", "langchain"),
+    ("openinference.instrumentation.smolagents", "smolagents"),
+    ("openinference.instrumentation.llama_index", "llamaindex"),
+    ("opentelemetry.instrumentation.llamaindex", "llamaindex"),
+    ("openinference.instrumentation.crewai", "crewai"),
+    ("opentelemetry.instrumentation.crewai", "crewai"),
+    ("mastra", "mastra"),
+)
+
+
+def _set_role(f: SpanFacts, role: str) -> None:
+    if not f.role:
+        f.role = role
+
+
+def _str(value: Any) -> str | None:
+    return str(value) if value is not None and value != "" else None
+
+
+# -- readers, in precedence order --------------------------------------------------------------------
+def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
+    op = a.get("gen_ai.operation.name")
+    tool = a.get("gen_ai.tool.name")
+    name = rec.name
+    if (
+        op is None
+        and tool is None
+        and not name.startswith(("invoke_agent", "execute_tool"))
+        and "gen_ai.agent.name" not in a
+        and "gen_ai.input.messages" not in a
+        and "gen_ai.output.messages" not in a
+    ):
+        return
+    convs.append("genai")
+    if tool == "(merged tools)" or name == "execute_tool (merged)":  # ADK's parallel pseudo-span
+        _set_role(f, "other")
+        return
+    if op in _AGENT_OPS or (op is None and name.startswith("invoke_agent")):
+        _set_role(f, "agent")
+    elif op == "execute_tool" or (op is None and tool is not None and name.startswith("execute_tool")):
+        _set_role(f, "tool")
+    elif op in _LLM_OPS:
+        _set_role(f, "llm")
+    elif op is not None:
+        _set_role(f, "other")
+    f.agent_name = f.agent_name or _str(a.get("gen_ai.agent.name"))
+    f.agent_id = f.agent_id or _str(a.get("gen_ai.agent.id"))
+    f.conversation_id = f.conversation_id or _str(a.get("gen_ai.conversation.id"))
+    if tool is not None and f.role == "tool":
+        f.tool_name = str(tool)
+        f.call_id = clean_id(a.get("gen_ai.tool.call.id"))
+        f.raw_arguments = a.get("gen_ai.tool.call.arguments")
+        f.raw_result = a.get("gen_ai.tool.call.result")
+        if "gen_ai.agent.handoff.target.name" in a:
+            f.framework = True
+    for key, parser in (
+        ("gen_ai.input.messages", genai_input_messages),
+        ("gen_ai.output.messages", genai_output_messages),
+        ("gen_ai.tool.definitions", tool_definitions),
+    ):
+        value = a.get(key)
+        if value is not None:
+            f.defer(parser, value)
+
+
+def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
+    kind = a.get("openinference.span.kind")
+    if kind is None:
+        return
+    convs.append("openinference")
+    kind = str(kind).upper()
+    role = _OI_ROLES.get(kind, "other")
+    _set_role(f, role)
+    f.conversation_id = f.conversation_id or _str(a.get("session.id"))
+    if kind == "AGENT":
+        f.agent_name = f.agent_name or _str(a.get("agent.name")) or _str(a.get("graph.node.id")) or rec.name
+    if kind == "TOOL" and f.role == "tool" and f.tool_name is None:
+        f.tool_name = _str(a.get("tool.name")) or rec.name
+        f.call_id = clean_id(a.get("tool_call.id", a.get("tool.id")))
+        f.raw_arguments = a.get("input.value")
+        f.raw_result = a.get("output.value")
+    elif kind == "LLM":
+        f.defer(openinference_flat, a)
+    elif f.role in ("agent", "other"):
+        if "input.value" in a:
+            f.defer(io_value_input, a["input.value"])
+        if "output.value" in a:
+            f.defer(io_value_output, a["output.value"])
+
+
+def _traceloop(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
+    kind = a.get("traceloop.span.kind")
+    llm = "llm.request.type" in a or "gen_ai.prompt.0.role" in a or "gen_ai.completion.0.role" in a
+    if kind is None and not llm:
+        return
+    convs.append("openllmetry")
+    if kind is not None:
+        role = _TL_ROLES.get(str(kind), "other")
+        _set_role(f, role)
+        entity = _str(a.get("traceloop.entity.name"))
+        if role == "agent":
+            f.agent_name = f.agent_name or entity or _str(a.get("traceloop.workflow.name"))
+            if "traceloop.entity.input" in a:
+                f.defer(io_value_input, a["traceloop.entity.input"])
+            if "traceloop.entity.output" in a:
+                f.defer(io_value_output, a["traceloop.entity.output"])
+        elif role == "tool" and f.role == "tool" and f.tool_name is None:
+            f.tool_name = entity or rec.name.removesuffix(".tool")
+            if "traceloop.entity.input" in a:
+                f.defer(traceloop_args, a["traceloop.entity.input"])
+            f.raw_result = a.get("traceloop.entity.output")
+    if llm:
+        _set_role(f, "llm")
+        f.defer(traceloop_indexed, a)
+
+
+def _vercel(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
+    op = a.get("ai.operationId")
+    if op is None:
+        return
+    convs.append("vercel-ai")
+    op = str(op)
+    if op in _VERCEL_ROOTS:
+        _set_role(f, "agent")
+        f.agent_name = f.agent_name or _str(a.get("ai.telemetry.functionId"))
+        prompt = a.get("ai.prompt")
+        if prompt is not None:
+            f.defer(vercel_prompt, prompt)
+    elif op.endswith((".doGenerate", ".doStream")):
+        _set_role(f, "llm")
+        for key, parser in (("ai.prompt.messages", vercel_prompt), ("ai.prompt.tools", vercel_prompt_tools)):
+            value = a.get(key)
+            if value is not None:
+                f.defer(parser, value)
+    elif op == "ai.toolCall":
+        _set_role(f, "tool")
+        if f.tool_name is None:
+            f.tool_name = _str(a.get("ai.toolCall.name"))
+            f.call_id = clean_id(a.get("ai.toolCall.id"))
+            f.raw_arguments = a.get("ai.toolCall.args", a.get("ai.toolCall.input"))
+            f.raw_result = a.get("ai.toolCall.result", a.get("ai.toolCall.output"))
+    else:
+        _set_role(f, "other")
+        return
+    calls = a.get("ai.response.toolCalls", a.get("ai.result.toolCalls"))
+    if calls is not None:
+        f.defer(vercel_response_toolcalls, calls)
+    text = a.get("ai.response.text", a.get("ai.result.text"))
+    if isinstance(text, str) and text and f.final_output is None:
+        f.final_output = text
+
+
+def _pydantic(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
+    name = rec.name
+    if not (
+        rec.scope_name == "pydantic-ai"
+        or name in ("agent run", "running tool", "running tools")
+        or "pydantic_ai.all_messages" in a
+        or "pydantic_ai.tool.failure_stage" in a
+        or "tool_arguments" in a
+    ):
+        return
+    convs.append("pydantic-ai")
+    if name == "agent run":
+        _set_role(f, "agent")
+    elif name == "running tool":
+        _set_role(f, "tool")
+        if f.tool_name is None:
+            f.tool_name = _str(a.get("gen_ai.tool.name"))
+            f.call_id = clean_id(a.get("gen_ai.tool.call.id"))
+    if f.role == "agent":
+        f.agent_name = f.agent_name or _str(a.get("agent_name"))
+    if f.role == "tool":
+        if f.raw_arguments is None:
+            f.raw_arguments = a.get("tool_arguments")
+        if f.raw_result is None:
+            f.raw_result = a.get("tool_response")
+        stage = a.get("pydantic_ai.tool.failure_stage")
+        if stage is not None:
+            f.status = "error"
+            f.error_type = f.error_type or ("validation" if stage == "validation" else str(stage))
+    messages = a.get("pydantic_ai.all_messages", a.get("all_messages_events"))
+    if messages is not None and f.role == "agent":
+        f.defer(pydantic_all_messages, messages)
+    final = a.get("final_result")
+    if final is not None and f.role == "agent" and f.final_output is None:
+        f.final_output = final if isinstance(final, str) else str(final)
+
+
+def _adk(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
+    if rec.scope_name != "gcp.vertex.agent" and "gcp.vertex.agent.llm_request" not in a and (
+        "gcp.vertex.agent.tool_call_args" not in a
+    ):
+        return
+    if "adk" not in convs:
+        convs.append("adk")
+    name = rec.name
+    if name == "call_llm":
+        _set_role(f, "llm")
+        for key, parser in (
+            ("gcp.vertex.agent.llm_request", adk_llm_request),
+            ("gcp.vertex.agent.llm_response", adk_llm_response),
+        ):
+            value = a.get(key)
+            if value is not None:
+                f.defer(parser, value)
+    elif name.startswith("agent_run [") and name.endswith("]"):
+        _set_role(f, "agent")
+        f.agent_name = f.agent_name or name[len("agent_run [") : -1]
+    if f.role == "tool":
+        if f.raw_arguments is None:
+            f.raw_arguments = a.get("gcp.vertex.agent.tool_call_args")
+        if f.raw_result is None:
+            f.raw_result = a.get("gcp.vertex.agent.tool_response")
+    _set_role(f, "other")
+
+
+def _span_events(rec: SpanRecord, f: SpanFacts, convs: list[str]) -> None:
+    found = False
+    for ename, eattrs, _t in rec.events:
+        if ename in _BODY_EVENTS:
+            body: Any = eattrs.get("body", eattrs)
+            f.defer(log_event_body, (ename, body))
+            found = True
+        elif ename in _DETAIL_EVENTS:
+            _defer_detail(f, eattrs)
+            found = True
+        elif ename == "exception" and f.error_type is None and rec.status_code == "ERROR":
+            f.error_type = _str(eattrs.get("exception.type"))
+    if found:
+        _set_role(f, "llm")
+        if "genai" not in convs:
+            convs.append("genai")
+
+
+def _defer_detail(f: SpanFacts, attrs: Mapping[str, Any]) -> None:
+    for key, parser in (
+        ("gen_ai.input.messages", genai_input_messages),
+        ("gen_ai.output.messages", genai_output_messages),
+        ("gen_ai.tool.definitions", tool_definitions),
+        ("gen_ai.prompt", genai_input_messages),
+        ("gen_ai.completion", genai_output_messages),
+    ):
+        value = attrs.get(key)
+        if value is not None:
+            f.defer(parser, value)
+
+
+_READERS = (_genai, _openinference, _traceloop, _vercel, _pydantic, _adk)
+
+
+def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFacts | None:
+    """What one finished span contributes, or ``None`` (fast) when it carries nothing GenAI/agent.
+
+    Only cheap fields are filled here; content is parsed by :meth:`SpanFacts.materialize`.
+    """
+    a = rec.attributes
+    name = rec.name
+    events = rec.events
+    if _MARKERS.isdisjoint(a) and not name.startswith(_NAME_PREFIXES) and not events:
+        return None
+    f = SpanFacts(
+        rec.trace_id,
+        rec.span_id,
+        rec.parent_span_id,
+        "",
+        name=name,
+        start_time_unix_nano=rec.start_time_unix_nano,
+        end_time_unix_nano=rec.end_time_unix_nano,
+    )
+    convs: list[str] = []
+    for reader in _READERS:
+        reader(rec, a, f, convs)
+    if events:
+        _span_events(rec, f, convs)
+    if not convs:
+        return None
+    scope = rec.scope_name
+    if scope:
+        for prefix, tag in _SCOPE_TAGS:
+            if scope.startswith(prefix) or (prefix in scope and "." not in prefix):
+                if tag not in convs:
+                    convs.append(tag)
+                break
+    if "mastra.span.type" in a and "mastra" not in convs:
+        convs.append("mastra")
+    if not f.role:
+        f.role = "other"
+    if f.role == "tool":
+        if f.tool_name is None:
+            f.role = "other"  # a tool span that names no tool is not a call we could report
+        elif rec.status_code == "ERROR":
+            f.status = "error"
+            f.error_type = f.error_type or _str(a.get("error.type")) or _error_from_events(rec) or "error"
+        elif a.get("error.type") is not None:
+            f.status = "error"
+            f.error_type = str(a["error.type"])
+    if f.role == "agent":
+        f.attributes = a
+    f.conventions = tuple(convs)
+    return f
+
+
+def _error_from_events(rec: SpanRecord) -> str | None:
+    for ename, eattrs, _t in rec.events:
+        if ename == "exception":
+            return _str(eattrs.get("exception.type"))
+    return None
+
+
+def read_log(record: LogRecordView | Any, options: ExtractOptions | None = None) -> SpanFacts | None:
+    """What one log record contributes (GenAI <= 1.36 events, ``…operation.details``, ADK events).
+
+    Accepts a :class:`LogRecordView` or a live SDK log record (converted with
+    :func:`~otel_toolscore.extract.records.log_view_from_sdk`). The facts carry the record's trace and
+    span ids (``""`` when the record was emitted outside a span: such facts cannot join a run).
+    """
+    if not isinstance(record, LogRecordView):
+        from .records import log_view_from_sdk
+
+        record = log_view_from_sdk(record)
+    name = record.event_name
+    attrs = record.attributes
+    body = record.body
+    f = SpanFacts(
+        record.trace_id or "",
+        record.span_id or "",
+        None,
+        "llm",
+        name=name or "",
+        start_time_unix_nano=record.time_unix_nano,
+        end_time_unix_nano=record.time_unix_nano,
+        from_log=True,
+    )
+    if name in _BODY_EVENTS:
+        f.defer(log_event_body, (name, body if body is not None else dict(attrs)))
+    elif any(k in attrs for k in _GENAI_CONTENT_KEYS):
+        _defer_detail(f, attrs)
+    elif isinstance(body, Mapping) and any(k in body for k in _GENAI_CONTENT_KEYS):
+        _defer_detail(f, body)
+    else:
+        return None
+    f.agent_name = _str(attrs.get("gen_ai.agent.name"))
+    f.conversation_id = _str(attrs.get("gen_ai.conversation.id"))
+    convs = ["genai"]
+    scope = record.scope_name or ""
+    for prefix, tag in _SCOPE_TAGS:
+        if scope.startswith(prefix):
+            convs.append(tag)
+            break
+    f.conventions = tuple(convs)
+    return f
+
+
+def classify_start(name: str, attributes: Mapping[str, Any] | None) -> str | None:
+    """``"agent"`` / ``"tool"`` / ``"llm"`` / ``None`` at span start, from sampling-relevant
+    attributes (``gen_ai.operation.name``, span kinds) and name prefixes. O(1)."""
+    if attributes:
+        op = attributes.get("gen_ai.operation.name")
+        if op is not None:
+            if op in _AGENT_OPS:
+                return "agent"
+            if op == "execute_tool":
+                return None if name == "execute_tool (merged)" else "tool"
+            return "llm" if op in _LLM_OPS else None
+        kind = attributes.get("openinference.span.kind")
+        if kind is not None:
+            return _OI_ROLES.get(str(kind).upper())
+        kind = attributes.get("traceloop.span.kind")
+        if kind is not None:
+            return _TL_ROLES.get(str(kind))
+        op = attributes.get("ai.operationId")
+        if op is not None:
+            if op in _VERCEL_ROOTS:
+                return "agent"
+            return "tool" if op == "ai.toolCall" else ("llm" if str(op).endswith((".doGenerate", ".doStream")) else None)
+    if name.startswith("invoke_agent") or name == "agent run" or name.startswith("agent_run ["):
+        return "agent"
+    if name.startswith("execute_tool"):
+        return None if name == "execute_tool (merged)" else "tool"
+    if name in ("running tool", "ai.toolCall"):
+        return "tool"
+    if name in _VERCEL_ROOTS:
+        return "agent"
+    if name.startswith(("chat ", "call_llm", "text_completion ", "generate_content ")):
+        return "llm"
+    return None
+

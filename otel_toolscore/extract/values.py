@@ -1,0 +1,294 @@
+"""Value helpers shared by the readers: JSON that may be a string, truncation, message shapes.
+
+Message parsing accepts every shape real traffic mixes (agentevals' observation, conventions §2.2):
+OTel parts-based messages (``{role, parts:[{type:"tool_call", id, name, arguments}]}``), OpenAI
+content-based ones (``{role, content, tool_calls:[{id, function:{name, arguments}}]}``), choices
+(``{index, finish_reason, message}``), Anthropic-style content blocks (``tool_use``), AI SDK parts
+(``tool-call``) and Vercel's ``ai.response.toolCalls`` entries. Detection is per message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Bad",
+    "ParsedMessages",
+    "RawCall",
+    "clean_id",
+    "error_type_of_text",
+    "load_json",
+    "parse_messages",
+    "text_of",
+    "truncate",
+    "truncate_value",
+]
+
+#: Call ids that mean "no id" (ADK writes ``'<not specified>'``; ids may carry stray blanks).
+_NO_ID = frozenset({"", "<not specified>", "none", "null", "undefined"})
+
+
+class Bad:
+    """Marker returned by :func:`load_json` for a string that should have been JSON and is not."""
+
+    __slots__ = ("error", "text")
+
+    def __init__(self, text: str, error: str) -> None:
+        self.text = text
+        self.error = error
+
+
+def load_json(value: Any) -> Any:
+    """Parse a JSON string; anything else is returned as is. Bad JSON gives a :class:`Bad`."""
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return Bad(repr(value[:80]), "attribute is not UTF-8")
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError) as exc:
+        return Bad(value, f"bad JSON: {exc}")
+
+
+def maybe_json(value: Any) -> Any:
+    """Parse a string that looks like a JSON object/array; otherwise keep the string."""
+    if isinstance(value, str) and value[:1] in ("{", "[") and value[-1:] in ("}", "]"):
+        parsed = load_json(value)
+        return value if isinstance(parsed, Bad) else parsed
+    return value
+
+
+def clean_id(value: Any) -> str | None:
+    """A call id, stripped; placeholders for "no id" become ``None``."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return None if text.lower() in _NO_ID else text
+
+
+def truncate(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + "…[truncated]"
+
+
+def truncate_value(value: Any, limit: int) -> Any:
+    """Keep structured values whose JSON fits the limit; otherwise a truncated JSON/text string."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return truncate(value, limit)
+    try:
+        text = json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = str(value)
+    return value if len(text) <= limit else truncate(text, limit)
+
+
+def text_of(content: Any) -> str | None:
+    """Plain text of a message content: a string, a list of text parts/blocks, or a ``{text}``."""
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        for key in ("content", "text"):
+            if isinstance(content.get(key), str) and content.get("type", "text") == "text":
+                return str(content[key])
+        return None
+    if isinstance(content, list):
+        texts = [t for t in (_part_text(p) for p in content) if t]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _part_text(part: Any) -> str | None:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Mapping) and part.get("type", "text") in ("text", "output_text", "input_text"):
+        for key in ("content", "text"):
+            if isinstance(part.get(key), str):
+                return str(part[key])
+    return None
+
+
+@dataclass(slots=True)
+class RawCall:
+    """A tool call found in a message: name, id and arguments as found (arguments not yet parsed)."""
+
+    name: str
+    call_id: str | None
+    arguments: Any
+    position: int = 0
+
+
+@dataclass(slots=True)
+class ParsedMessages:
+    """What a list of messages says: calls in order, result ids, user and assistant texts."""
+
+    calls: list[RawCall]
+    result_ids: list[str]
+    #: tool results by call id: (value, error type or None) — read from the history of later model calls
+    results: dict[str, tuple[Any, str | None]]
+    user_texts: list[str]
+    assistant_texts: list[str]
+    system_texts: list[str]
+    #: index into ``calls`` of the first call after the last user message (for all-message dumps)
+    first_call_after_last_user: int = 0
+
+
+def _call_from(entry: Mapping[str, Any]) -> RawCall | None:
+    """A tool call from one part / tool_calls entry / content block, or ``None``."""
+    fc = entry.get("function_call") or entry.get("functionCall")
+    if isinstance(fc, Mapping):  # Gemini / ADK part
+        name = fc.get("name")
+        return RawCall(str(name), clean_id(fc.get("id")), fc.get("args")) if name else None
+    fn = entry.get("function")
+    if isinstance(fn, Mapping):  # OpenAI chat tool_calls / OpenInference tool_call
+        name = fn.get("name")
+        return RawCall(str(name), clean_id(entry.get("id")), fn.get("arguments")) if name else None
+    etype = entry.get("type")
+    if etype in ("tool_call", "function_call", "tool_use", "tool-call", "toolCall") or (
+        etype is None and ("toolName" in entry or "tool_name" in entry)
+    ):
+        name = entry.get("name") or entry.get("toolName") or entry.get("tool_name")
+        if not name:
+            return None
+        call_id = entry.get("id", entry.get("toolCallId", entry.get("call_id", entry.get("tool_call_id"))))
+        args = entry.get("arguments", entry.get("args", entry.get("input")))
+        return RawCall(str(name), clean_id(call_id), args)
+    if etype is None and ("toolCallType" in entry or "toolCallId" in entry):  # ai.response.toolCalls entries
+        name = entry.get("toolName")
+        if not name:
+            return None
+        return RawCall(str(name), clean_id(entry.get("toolCallId")), entry.get("args", entry.get("input")))
+    return None
+
+
+def _result_id(entry: Mapping[str, Any]) -> str | None:
+    etype = entry.get("type")
+    if etype in ("tool_call_response", "tool_result", "tool-result", "function_call_output", "tool-error"):
+        return clean_id(entry.get("id", entry.get("tool_use_id", entry.get("toolCallId", entry.get("call_id")))))
+    fr = entry.get("function_response") or entry.get("functionResponse")  # Gemini / ADK parts
+    if isinstance(fr, Mapping):
+        return clean_id(fr.get("id"))
+    return None
+
+
+#: ``"AI_NoSuchToolError: …"``, ``"Error: …"``, ``"ValueError: …"``: how frameworks hand a failed call
+#: back to the model as its tool result (observed: AI SDK 6/7, Mastra, LangGraph).
+_ERROR_TEXT = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception))(?::|\s*\()")
+
+
+def error_type_of_text(value: Any) -> str | None:
+    """The error class named at the start of a tool-result text, if the text is an error report."""
+    if isinstance(value, str):
+        m = _ERROR_TEXT.match(value)
+        return m.group(1) if m else None
+    return None
+
+
+def _result_value(entry: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """A tool result part's value and, when the part says the call failed, an error type."""
+    if entry.get("type") == "tool-error":
+        return entry.get("error"), "tool_error"
+    if entry.get("is_error") is True or entry.get("isError") is True:
+        return entry.get("content"), "tool_error"
+    output = entry.get("output")
+    if isinstance(output, Mapping) and isinstance(output.get("type"), str) and "value" in output:
+        # AI SDK 5+: {"type": "text"|"json"|"error-text"|"error-json", "value": ...}
+        value = output["value"]
+        if output["type"].startswith("error"):
+            return value, error_type_of_text(value) or "tool_error"
+        return value, None
+    for key in ("response", "result", "output", "content"):
+        if key in entry:
+            value = entry[key]
+            return value, error_type_of_text(value)
+    fr = entry.get("function_response") or entry.get("functionResponse")
+    if isinstance(fr, Mapping):
+        return fr.get("response"), None
+    return None, None
+
+
+def iter_messages(data: Any) -> Iterator[Mapping[str, Any]]:
+    """Messages of a message list, a single message, choices, or ``{"messages": [...]}``."""
+    if isinstance(data, Mapping):
+        if isinstance(data.get("message"), Mapping):  # a choice
+            yield data["message"]
+        elif isinstance(data.get("messages"), list):
+            yield from iter_messages(data["messages"])
+        elif isinstance(data.get("contents"), list):  # Gemini / ADK llm_request
+            yield from iter_messages(data["contents"])
+        elif isinstance(data.get("content"), Mapping):  # ADK llm_response
+            yield data["content"]
+        elif "role" in data or "parts" in data or "tool_calls" in data:
+            yield data
+        elif _call_from(data) is not None:
+            yield {"role": "assistant", "parts": [data]}
+    elif isinstance(data, list):
+        for item in data:
+            if isinstance(item, (Mapping, list)):
+                yield from iter_messages(item)
+
+
+def parse_messages(data: Any) -> ParsedMessages:
+    """Read calls, result ids and texts from any supported message shape (see the module docstring)."""
+    out = ParsedMessages([], [], {}, [], [], [])
+    for message in iter_messages(data):
+        role = str(message.get("role") or message.get("type") or "")
+        texts: list[str] = []
+        pieces: Iterable[Any] = ()
+        if isinstance(message.get("parts"), list):
+            pieces = message["parts"]
+        content = message.get("content")
+        if isinstance(content, list):
+            pieces = [*pieces, *content]
+        elif isinstance(content, str) and content:
+            texts.append(content)
+        for piece in pieces:
+            if not isinstance(piece, Mapping):
+                if isinstance(piece, str) and piece:
+                    texts.append(piece)
+                continue
+            call = _call_from(piece)
+            if call is not None:
+                call.position = len(out.calls)
+                out.calls.append(call)
+                continue
+            rid = _result_id(piece)
+            if rid is not None:
+                out.result_ids.append(rid)
+                out.results[rid] = _result_value(piece)
+                continue
+            text = _part_text(piece)
+            if text:
+                texts.append(text)
+        for entry in message.get("tool_calls") or ():
+            if isinstance(entry, Mapping):
+                call = _call_from(entry) or _call_from({**entry, "type": "tool_call"})
+                if call is not None:
+                    call.position = len(out.calls)
+                    out.calls.append(call)
+        if role == "tool":
+            rid = clean_id(message.get("tool_call_id", message.get("id")))
+            if rid:
+                out.result_ids.append(rid)
+                if rid not in out.results:
+                    out.results[rid] = (content, error_type_of_text(content))
+        text = "\n".join(texts) if texts else None
+        if role in ("user", "human") and text:
+            out.user_texts.append(text)
+            out.first_call_after_last_user = len(out.calls)
+        elif role in ("assistant", "model", "ai") and text:
+            out.assistant_texts.append(text)
+        elif role in ("system", "developer") and text:
+            out.system_texts.append(text)
+    return out

@@ -1,0 +1,88 @@
+"""Every recorded corpus file extracts to its ground truth (one test per ``*.truth.json``).
+
+A truth file lists the runs of its scenario in start order: ``agent_name``, ``parent_agent`` (name of
+the enclosing agent or null), ``user_query``, ``final_output``, ``available_tools`` (names) and
+``tool_calls`` (``name``, ``status``, ``kind``, and ``arguments`` / ``call_id`` where known).
+Compared as follows:
+
+* always: the number of runs, agent names, nesting (``parent_agent``), and per run the calls' names
+  in order with their status and kind;
+* content fields (query, answer, arguments, available tools) only where the truth states them and
+  the recording captured content (``content_capture`` is not false): with capture off the truth
+  describes what the agent did, not what the trace carries, and extraction never invents content;
+* ``call_id`` where the truth states one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_toolscore.extract import extract_runs_with_report
+from otel_toolscore.model import AgentRun
+
+CORPUS = Path(__file__).parent / "corpus"
+TRUTHS = sorted(CORPUS.glob("**/*.truth.json"))
+TRUTHS = [p for p in TRUTHS if "node_modules" not in p.parts]
+
+
+def _inputs(truth: Path) -> list[Path]:
+    stem = truth.name[: -len(".truth.json")]
+    return sorted(p for p in truth.parent.glob(stem + ".*") if p.name != truth.name and not p.name.endswith(".md"))
+
+
+def _args_equal(expected: Any, actual: Any) -> bool:
+    if isinstance(actual, str) and not isinstance(expected, str):
+        try:
+            actual = json.loads(actual)
+        except ValueError:
+            return False
+    return bool(expected == actual)
+
+
+def _describe(run: AgentRun) -> str:
+    calls = ", ".join(f"{c.name}[{c.status},{c.kind}]" for c in run.tool_calls)
+    return f"{run.agent_name!r} parent={run.parent_run_id} calls=({calls})"
+
+
+@pytest.mark.parametrize("truth_path", TRUTHS, ids=[str(p.relative_to(CORPUS)) for p in TRUTHS])
+def test_corpus_file_extracts_to_truth(truth_path: Path) -> None:
+    truth = json.loads(truth_path.read_text())
+    inputs = _inputs(truth_path)
+    assert inputs, f"no trace/log files beside {truth_path.name}"
+    runs, report = extract_runs_with_report(inputs)
+    assert report.ok, report.problems()
+    expected_runs = truth["runs"]
+    assert len(runs) == len(expected_runs), "runs: " + "; ".join(_describe(r) for r in runs)
+    content = truth.get("content_capture", True) is not False
+    names_by_id = {r.run_id: r.agent_name for r in runs}
+    for n, (want, got) in enumerate(zip(expected_runs, runs, strict=True)):
+        where = f"run {n} ({want.get('agent_name')})"
+        if "agent_name" in want:
+            assert got.agent_name == want["agent_name"], where
+        if "parent_agent" in want:
+            parent = names_by_id.get(got.parent_run_id) if got.parent_run_id else None
+            assert parent == want["parent_agent"], f"{where}: parent"
+        calls = got.tool_calls
+        want_calls = want.get("tool_calls", [])
+        assert [c.name for c in calls] == [c["name"] for c in want_calls], f"{where}: {_describe(got)}"
+        for i, (wc, gc) in enumerate(zip(want_calls, calls, strict=True)):
+            at = f"{where} call {i} {wc['name']}"
+            if "status" in wc:
+                assert gc.status == wc["status"], at
+            if "kind" in wc:
+                assert gc.kind == wc["kind"], at
+            if wc.get("call_id") is not None:
+                assert gc.call_id == wc["call_id"], at
+            if content and "arguments" in wc:
+                assert _args_equal(wc["arguments"], gc.arguments), f"{at}: arguments {gc.arguments!r}"
+        if content:
+            if want.get("user_query") is not None:
+                assert got.user_query == want["user_query"], f"{where}: user_query"
+            if want.get("final_output") is not None:
+                assert got.final_output == want["final_output"], f"{where}: final_output"
+            if want.get("available_tools"):
+                assert sorted(t.name for t in got.available_tools) == sorted(want["available_tools"]), where
