@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             with expect(**override):
                 run_scripted_agent(tracer, agent, query, tools, answer="(scripted answer)")
     installed.shutdown()
-    scored.sort(key=lambda s: s.run.tool_calls[0].start_time_unix_nano or 0 if s.run.tool_calls else 0)
+    order = {query: i for i, (_, query, _, _) in enumerate(_SCRIPT)}
+    scored.sort(key=lambda s: order.get(s.run.user_query or "", len(order)))
     if args.format == "json":
         import json
 

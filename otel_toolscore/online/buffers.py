@@ -42,6 +42,7 @@ class TraceState:
     explicit: dict[str, Expectation] = field(default_factory=dict)
     # Root-span attributes that rules match on, copied at the root's end (only the keys rules name).
     root_attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    roots: set[str] = field(default_factory=set)  # run roots seen starting (agent spans)
     held: dict[str, HeldRoot] = field(default_factory=dict)
     scored: set[str] = field(default_factory=set)
     dropped_facts: int = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -197,9 +198,9 @@ def load_rules(path: str | Path) -> list[Expectation]:
         raise RulesError(f"cannot read rules file {p}: {exc.strerror or exc}") from None
     try:
         if p.suffix.lower() == ".toml":
-            try:
+            if sys.version_info >= (3, 11):
                 import tomllib
-            except ModuleNotFoundError:  # Python 3.10
+            else:  # pragma: no cover - Python 3.10
                 import tomli as tomllib
             data: Any = tomllib.loads(text)
         else:

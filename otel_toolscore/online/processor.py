@@ -25,7 +25,15 @@ from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ..config import Settings
-from ..extract import ExtractOptions, SpanFacts, assemble_runs, classify_start, read_log, read_span, record_from_readable
+from ..extract import (
+    ExtractOptions,
+    SpanFacts,
+    assemble_runs,
+    classify_start,
+    read_log,
+    read_span,
+    record_from_readable,
+)
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, ToolCallAccuracyCodeScorer
 from ..telemetry import Emitter, RunRef, code_score_attributes, names, openinference_annotation
@@ -170,10 +178,10 @@ class ToolScoreSpanProcessor(SpanProcessor):
         shard = self._table.shard(trace_id)
         state = shard.traces.get(trace_id)
         span_id = _hex16(ctx.span_id)
+        role = classify_start(span.name, span.attributes)
         if state is None:
             if local_root and len(shard.local_roots) < self._table.max_local_roots:
                 shard.local_roots[trace_id] = span_id
-            role = classify_start(span.name, span.attributes)
             if role is None:
                 return
             state = self._new_state(trace_id, shard)
@@ -181,10 +189,10 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 return
         elif local_root:
             state.local_root = state.local_root or span_id
-        else:
-            role = None
         state.parents[span_id] = None if local_root or parent is None else _hex16(parent.span_id)
         state.open.add(span_id)
+        if role == "agent":
+            state.roots.add(span_id)
         # Capture the application's expectation where the run starts (context, attributes, baggage).
         exp = expectation_from_attributes(span.attributes)
         if exp is None:
@@ -283,8 +291,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 forward = None
             else:
                 forward = self._score_root(state, span_id, span)
-        elif state.held:
-            self._release_ready(state)
+        else:
+            if facts is not None and state.scored and _under_any(state, span_id, state.scored):
+                self._drop("late_span")  # its run was already scored without it
+            if state.held:
+                self._release_ready(state)
         if not state.open and not state.held:
             self._finish(state, shard)
         return forward
@@ -509,8 +520,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
     def _evict(self, state: TraceState, reason: str, pending_counted: bool = False) -> None:
         """A trace leaves the buffer before its runs ended: count the runs lost, flush held roots."""
         self._release_ready(state, force=True)
-        open_roots = sum(1 for f in state.facts if f.role == "agent" and f.span_id not in state.scored)
-        open_roots += sum(1 for sid in state.open if sid in state.explicit and sid not in state.scored)
+        open_roots = len((state.roots | {f.span_id for f in state.facts if f.role == "agent"}) - state.scored)
         self._drop(reason)
         if open_roots:
             self._signal(("run", "evicted", open_roots))
@@ -598,6 +608,17 @@ class ToolScoreSpanProcessor(SpanProcessor):
     @property
     def downstream(self) -> SpanProcessor | None:
         return self._downstream
+
+
+def _under_any(state: TraceState, span_id: str, roots: set[str]) -> bool:
+    cur = state.parents.get(span_id)
+    for _ in range(10_000):
+        if cur is None:
+            return False
+        if cur in roots:
+            return True
+        cur = state.parents.get(cur)
+    return False
 
 
 def _saw_model_output(facts: Iterable[SpanFacts], run: AgentRun) -> bool:

@@ -104,7 +104,7 @@ def configure(
         logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
     downstream: SpanProcessor | None = BatchSpanProcessor(span_exporter) if span_exporter is not None else None
     if extra_span_processors:
-        multi = SynchronousMultiSpanProcessor()
+        multi = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
         for p in [*([downstream] if downstream is not None else []), *extra_span_processors]:
             multi.add_span_processor(p)
         downstream = multi
@@ -159,7 +159,7 @@ def install(tracer_provider: TracerProvider | None = None, **processor_options: 
         elif len(exporting) == 1:
             downstream = exporting[0]
         else:
-            multi = SynchronousMultiSpanProcessor()
+            multi = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
             for p in exporting:
                 multi.add_span_processor(p)
             downstream = multi
