@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent } from '@mastra/core/agent';
 import { Mastra } from '@mastra/core/mastra';
 import { createTool } from '@mastra/core/tools';
+import { createStep, createWorkflow } from '@mastra/core/workflows';
 import { Observability } from '@mastra/observability';
 import { OtelExporter } from '@mastra/otel-exporter';
 import { MockLanguageModelV4 } from 'ai/test';
@@ -32,6 +33,8 @@ const getWeather = createTool({
   id: 'getWeather',
   description: 'Current weather for a city',
   inputSchema: z.object({ city: z.string() }),
+  // An output schema lets the workflow scenario use this tool as a step.
+  outputSchema: z.object({ city: z.string(), tempC: z.number(), sky: z.string() }),
   execute: async ({ city }) => {
     if (city === 'Atlantis') throw new Error(`weather service has no station in ${city}`);
     return { city, tempC: TEMPS[city] ?? 20, sky: 'clear' };
@@ -49,6 +52,25 @@ const convertTemperature = createTool({
   inputSchema: z.object({ celsius: z.number() }),
   execute: async ({ celsius }) => ({ fahrenheit: Math.round((celsius * 9) / 5 + 32) }),
 });
+
+// A two-step workflow: step 1 is the getWeather TOOL used as a workflow step, step 2 formats the result.
+function forecastWorkflow() {
+  const format = createStep({
+    id: 'formatForecast',
+    inputSchema: z.object({ city: z.string(), tempC: z.number(), sky: z.string() }),
+    outputSchema: z.object({ summary: z.string() }),
+    execute: async ({ inputData }) => ({ summary: `${inputData.city}: ${inputData.tempC}°C, ${inputData.sky}` }),
+  });
+  return createWorkflow({
+    id: 'forecastWorkflow',
+    description: 'Fetches and formats the forecast for a city',
+    inputSchema: z.object({ city: z.string() }),
+    outputSchema: z.object({ summary: z.string() }),
+  })
+    .then(createStep(getWeather))
+    .then(format)
+    .commit();
+}
 
 // ---- scripted model ---------------------------------------------------------------------------------
 const USAGE = {
@@ -200,6 +222,25 @@ const SCENARIOS = [
       '"tool" because the model requested it from its tool list.',
   },
   {
+    name: 'workflow_tool',
+    prompt: 'Give me the forecast for Paris.',
+    agent: {
+      name: 'plannerAgent',
+      instructions: 'You are a planner. Use the forecast workflow.',
+      tools: {},
+      workflows: ['forecastWorkflow'],
+      steps: [
+        [{ id: 'call_1', name: 'workflow-forecastWorkflow', args: { inputData: { city: 'Paris' } } }],
+        'Forecast: Paris: 18°C, clear.',
+      ],
+    },
+    notes:
+      'plannerAgent has no plain tools, only the workflow forecastWorkflow, which Mastra exposes to the model as ' +
+      'the tool "workflow-forecastWorkflow" with arguments {inputData}. The workflow runs the getWeather tool ' +
+      'as its first STEP (createStep(tool)); that is NOT a tool call of the agent and is not listed: it appears ' +
+      'only as a workflow_step span (no execute_tool span). Workflows are not agent runs, so there is one run.',
+  },
+  {
     name: 'stream_multi_step',
     method: 'stream',
     prompt: 'What is the weather in Paris, in Fahrenheit?',
@@ -250,6 +291,7 @@ function buildAgent(spec, label, subAgents = {}) {
     model: scriptedModel(label, spec.steps),
     tools: spec.tools,
     ...(Object.keys(subAgents).length ? { agents: subAgents } : {}),
+    ...(spec.workflows ? { workflows: { forecastWorkflow: forecastWorkflow() } } : {}),
   });
 }
 
@@ -257,14 +299,18 @@ function runTruth(spec, { userQuery, parent }) {
   const calls = spec.steps
     .filter((s) => typeof s !== 'string')
     .flat()
-    .map((c) => ({ name: c.name, arguments: c.args, status: c.status ?? 'ok', kind: c.kind ?? 'tool', call_id: c.id }));
+    .map((c) => ({ name: c.name, arguments: c.args, status: c.status ?? 'ok', kind: c.kind ?? 'tool', call_id: c.id ?? null }));
   const finalText = spec.steps[spec.steps.length - 1];
   return {
     agent_name: spec.name,
     user_query: userQuery,
     final_output: finalText,
     parent_agent: parent,
-    available_tools: [...Object.keys(spec.tools), ...(spec.subAgents ?? []).map((n) => `agent-${n}`)],
+    available_tools: [
+      ...Object.keys(spec.tools),
+      ...(spec.subAgents ?? []).map((n) => `agent-${n}`),
+      ...(spec.workflows ?? []).map((n) => `workflow-${n}`),
+    ],
     tool_calls: calls,
   };
 }
