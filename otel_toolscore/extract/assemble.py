@@ -100,7 +100,44 @@ def assemble_runs(
         return "llm" if fs else ""
 
     roots = {s for s in by_span if role_of(s) == "agent"}
+    # A nested graph's root under a tool span (LangGraph/openai-agents agent-as-tool via OpenInference)
+    for s, fs in by_span.items():
+        p = parent_of(s)
+        if role_of(s) == "other" and p is not None and role_of(p) == "tool" and any(
+            "openinference" in f.conventions for f in fs
+        ):
+            roots.add(s)
     limit = len(parents) + len(by_span) + 2
+
+    def nearest_root(span_id: str, pool: set[str]) -> tuple[str | None, bool]:
+        """(nearest enclosing root in ``pool``, whether a tool span lies between)."""
+        cur = parent_of(span_id)
+        through_tool = False
+        steps = 0
+        while cur is not None and steps < limit:
+            if cur in pool:
+                return cur, through_tool
+            through_tool = through_tool or role_of(cur) == "tool"
+            cur = parent_of(cur)
+            steps += 1
+        return None, through_tool
+
+    def explicit_name(span_id: str) -> str | None:
+        return _first(f.agent_name for f in by_span.get(span_id, ()) if not f.from_log)
+
+    # Same agent twice in a row (OpenLLMetry: ``invoke_agent X`` → ``X.workflow``) is one run; an
+    # unnamed agent span that only wraps named ones (openai-agents' ``Agent workflow``) is none.
+    outer_of = {r: nearest_root(r, roots) for r in roots}
+    enclosing_roots = {o for o, _ in outer_of.values() if o is not None}
+    drop = set()
+    for r, (outer, through_tool) in outer_of.items():
+        name = explicit_name(r)
+        if outer is not None and not through_tool and name is not None and name == explicit_name(outer):
+            drop.add(r)
+        elif name is None and r in enclosing_roots:
+            drop.add(r)
+    merged_into = {r: outer_of[r][0] for r in drop if outer_of[r][0] is not None and explicit_name(r)}
+    roots -= drop
 
     def enclosing(span_id: str, include_self: bool) -> tuple[str | None, str]:
         """(nearest run root, topmost ancestor reached)."""
@@ -122,7 +159,7 @@ def assemble_runs(
         if root is None:
             orphans.setdefault(top, []).append((span_id, fs))
             continue
-        _place(runs[root], span_id, fs, role_of(span_id))
+        _place(runs[root], span_id, fs, role_of(span_id), merged=span_id in merged_into)
     for top, groups in orphans.items():
         roles = {role_of(s) for s, _ in groups}
         has_calls = "tool" in roles or any(f.requested or f.requested_fallback for _, fs in groups for f in fs)
@@ -139,7 +176,34 @@ def assemble_runs(
         start = min((f.start_time_unix_nano for f in run.agent_facts), default=0) or _first_start(run)
         out.append((start, agent_run))
     out.sort(key=lambda item: item[0])
-    return [r for _, r in out]
+    result = [r for _, r in out]
+    _reparent_handoffs(result)
+    return result
+
+
+def _handoff_target(call: ToolCall) -> str | None:
+    args = call.arguments
+    if isinstance(args, Mapping) and isinstance(args.get("agent_name"), str):
+        return str(args["agent_name"])  # ADK transfer_to_agent(agent_name=...)
+    if call.name.startswith("transfer_to_") and call.name != "transfer_to_agent":
+        return call.name[len("transfer_to_") :]
+    return None
+
+
+def _reparent_handoffs(runs: list[AgentRun]) -> None:
+    """A run handed off to by a sibling run becomes that run's child (``parent_run_id``): the
+    frameworks start the target agent beside the one that transferred, not inside it."""
+    for n, run in enumerate(runs):
+        for call in run.tool_calls:
+            if call.kind != "framework":
+                continue
+            target = _handoff_target(call)
+            if not target:
+                continue
+            for later in runs[n + 1 :]:
+                if later.agent_name == target and later.parent_run_id == run.parent_run_id:
+                    later.parent_run_id = run.run_id
+                    break
 
 
 def _first_start(run: _Run) -> int:
@@ -148,8 +212,8 @@ def _first_start(run: _Run) -> int:
     return min(starts, default=0)
 
 
-def _place(run: _Run, span_id: str, fs: list[SpanFacts], role: str) -> None:
-    if span_id == run.root and role == "agent":
+def _place(run: _Run, span_id: str, fs: list[SpanFacts], role: str, *, merged: bool = False) -> None:
+    if (span_id == run.root and role in ("agent", "other")) or merged:
         run.agent_facts.extend(fs)
     elif role == "tool":
         run.tool_facts.extend(f for f in fs if f.call is not None)
@@ -158,8 +222,6 @@ def _place(run: _Run, span_id: str, fs: list[SpanFacts], role: str) -> None:
             run.llm_spans.setdefault(span_id, []).extend(logs)
     elif role == "llm":
         run.llm_spans.setdefault(span_id, []).extend(fs)
-    elif span_id == run.root:
-        run.agent_facts.extend(fs)  # a local root bounding the run (e.g. a CHAIN or workflow span)
     else:
         run.other_facts.extend(fs)
 
@@ -169,7 +231,7 @@ def _first(values: Iterable[Any]) -> Any:
 
 
 def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun:
-    root_facts = run.agent_facts
+    root_facts = sorted(run.agent_facts, key=lambda f: f.span_id != run.root)
     llm_groups = sorted(run.llm_spans.values(), key=lambda fs: (fs[0].start_time_unix_nano, fs[0].span_id))
     llm_facts = [f for fs in llm_groups for f in fs]
     inner = [*run.tool_facts, *llm_facts, *run.other_facts]
@@ -231,8 +293,8 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
         row_time = min(starts + ends, default=0)
         for pos, (req, hit) in enumerate(row):
             if hit is not None:
-                if hit.arguments is None and req.arguments is not None:
-                    hit.arguments = req.arguments
+                if isinstance(req.arguments, Mapping) and not isinstance(hit.arguments, Mapping):
+                    hit.arguments = req.arguments  # the model's structured arguments beat a bare/repr value
                 placed.add(id(hit))
                 calls.append(((row_time, pos + 1), hit))
                 continue
@@ -259,6 +321,9 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
         f.final_output for f in sorted(llm_facts, key=lambda f: -f.end_time_unix_nano)
     )
     agent_name = _first(f.agent_name for f in root_facts) or _first(f.agent_name for f in inner)
+    if agent_name is None:
+        # OpenInference names AGENT/CHAIN root spans after the agent / graph and may set no agent.name
+        agent_name = _first(f.name for f in root_facts if f.span_id == run.root and "openinference" in f.conventions)
     conversation_id = _first(f.conversation_id for f in root_facts) or _first(f.conversation_id for f in inner)
     conventions: list[str] = []
     for f in everything:

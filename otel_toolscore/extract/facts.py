@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import ToolCall, ToolDefinition
-from .values import Bad, load_json, maybe_json, truncate, truncate_value
+from .values import Bad, literal, load_json, maybe_json, truncate, truncate_value
 
 __all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "SpanFacts"]
 
@@ -148,4 +148,7 @@ class SpanFacts:
             if parsed is value and value[:1] in ("{", "[") and isinstance(load_json(value), Bad):
                 self.problems.append(f"span {self.span_id}: {what} of {self.tool_name} is not valid JSON")
             value = parsed
+        if isinstance(value, dict) and "input_str" in value:
+            # LangChain callbacks via OpenLLMetry: {"input_str": "<python repr>", "tags", "metadata"}
+            value = literal(value["input_str"])
         return truncate_value(value, opts.max_chars)

@@ -34,7 +34,9 @@ from .values import clean_id
 
 __all__ = ["classify_start", "read_log", "read_span"]
 
-_AGENT_OPS = frozenset({"invoke_agent", "invoke_workflow"})
+#: ``invoke_workflow`` is not here: ADK and Mastra wrap agents in it; a workflow with tool calls and no
+#: agent inside still bounds a run through the local-root rule of the assembler.
+_AGENT_OPS = frozenset({"invoke_agent"})
 _LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion", "responses"})
 _VERCEL_ROOTS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
 _OI_ROLES = {"AGENT": "agent", "TOOL": "tool", "LLM": "llm"}
@@ -159,10 +161,14 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
     convs.append("openinference")
     kind = str(kind).upper()
     role = _OI_ROLES.get(kind, "other")
+    if role == "agent" and "langgraph_node" in str(a.get("metadata", "")):
+        role = "other"  # LangChain marks every graph node named "agent" as AGENT: a step, not a run
+    if role == "tool" and "tool.name" not in a and rec.name.startswith("handoff to "):
+        role = "other"  # openai-agents handoff: the model's transfer_to_* call carries the real name
     _set_role(f, role)
     f.conversation_id = f.conversation_id or _str(a.get("session.id"))
-    if kind == "AGENT":
-        f.agent_name = f.agent_name or _str(a.get("agent.name")) or _str(a.get("graph.node.id")) or rec.name
+    if kind == "AGENT" and f.role == "agent":
+        f.agent_name = f.agent_name or _str(a.get("agent.name"))
     if kind == "TOOL" and f.role == "tool" and f.tool_name is None:
         f.tool_name = _str(a.get("tool.name")) or rec.name
         f.call_id = clean_id(a.get("tool_call.id", a.get("tool.id")))

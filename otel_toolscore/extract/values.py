@@ -9,6 +9,7 @@ content-based ones (``{role, content, tool_calls:[{id, function:{name, arguments
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -63,6 +64,23 @@ def maybe_json(value: Any) -> Any:
         parsed = load_json(value)
         return value if isinstance(parsed, Bad) else parsed
     return value
+
+
+def literal(value: Any) -> Any:
+    """A JSON or Python-literal string (``{'city': 'Paris'}``) as a value; other strings unchanged.
+
+    ``ast.literal_eval`` evaluates literals only (no names, calls or attribute access), so text from
+    a trace cannot run code; oversized text is not evaluated at all.
+    """
+    if not isinstance(value, str):
+        return value
+    parsed = maybe_json(value)
+    if parsed is not value or value[:1] not in ("{", "[", "(") or len(value) > 100_000:
+        return parsed
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
 
 
 def clean_id(value: Any) -> str | None:
@@ -269,6 +287,16 @@ def parse_messages(data: Any) -> ParsedMessages:
                 out.results[rid] = _result_value(piece)
                 continue
             text = _part_text(piece)
+            if text and text.startswith("{'") and "'tool_calls'" in text:
+                # openai-agents via the OTel contrib: a Python repr of the Chat Completions message
+                repr_msg = literal(text)
+                if isinstance(repr_msg, Mapping) and repr_msg.get("tool_calls"):
+                    for entry in repr_msg["tool_calls"]:
+                        call = _call_from(entry) if isinstance(entry, Mapping) else None
+                        if call is not None:
+                            call.position = len(out.calls)
+                            out.calls.append(call)
+                    continue
             if text:
                 texts.append(text)
         for entry in message.get("tool_calls") or ():
