@@ -589,3 +589,45 @@ def test_examples_run_offline(name: str, monkeypatch: pytest.MonkeyPatch, capsys
     main = runpy.run_path(str(path), run_name="example")["main"]
     assert main() == 0
     assert "score" in capsys.readouterr().out or name == "both_scorers.py"
+
+
+# -- the test server itself ------------------------------------------------------------------------------
+def test_server_stops_promptly_with_a_slow_request_in_flight() -> None:
+    import openai
+
+    server = OpenAITestServer(delay=30.0).start()
+    client = openai.OpenAI(base_url=server.base_url, api_key="k", timeout=10.0, max_retries=0)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        except openai.OpenAIError as exc:
+            errors.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    while server.request_count == 0:
+        time.sleep(0.01)
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 2.0
+    caller.join(timeout=10)
+    assert errors and isinstance(errors[0], openai.APIConnectionError)  # the connection was dropped, not answered
+    client.close()
+
+
+def test_given_clients_are_used_as_they_are(openai_server: OpenAITestServer) -> None:
+    import openai
+
+    openai_server.set_handler(echo_judge())
+    sync_client = openai.OpenAI(base_url=openai_server.base_url, api_key="sk-given", max_retries=0)
+    async_client = openai.AsyncOpenAI(base_url=openai_server.base_url, api_key="sk-given-async", max_retries=0)
+    run = run_with_calls("a")
+
+    assert create_tool_call_accuracy_scorer_llm("m", TOOLS, client=sync_client).run(run).score == 1.0
+    assert asyncio.run(create_tool_call_accuracy_scorer_llm("m", TOOLS, client=sync_client).arun(run)).score == 1.0
+    assert create_tool_call_accuracy_scorer_llm("m", TOOLS, client=async_client).run(run).score == 1.0
+    keys = [r.headers["authorization"] for r in openai_server.requests]
+    assert keys == ["Bearer sk-given", "Bearer sk-given", "Bearer sk-given-async"]
+    sync_client.close()

@@ -20,9 +20,11 @@ or through the ``openai_server`` pytest fixture (``tests/support/fixtures.py``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter, deque
@@ -232,6 +234,7 @@ class OpenAITestServer:
         self._status_counts: Counter[int] = Counter()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()  # open client connections, closed on stop()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -246,6 +249,16 @@ class OpenAITestServer:
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with server._lock:
+                    server._connections.discard(self.connection)
+                super().finish()
 
             def do_GET(self) -> None:
                 server._serve(self, b"")
@@ -270,6 +283,12 @@ class OpenAITestServer:
         self._stopping.set()  # wake delayed handlers
         httpd.shutdown()
         httpd.server_close()
+        # Keep-alive connections would otherwise outlive the server in their handler threads.
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -354,7 +373,8 @@ class OpenAITestServer:
                 reply = error(500, f"test server handler raised {type(exc).__name__}: {exc}")
         wait = reply.delay + self.delay
         if wait > 0 and self._stopping.wait(wait):
-            return  # shutting down: drop the connection
+            h.close_connection = True  # shutting down: drop the connection unanswered
+            return
         with self._lock:
             self._status_counts[reply.status] += 1
         payload, content_type = reply.encoded()
