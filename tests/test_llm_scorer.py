@@ -14,6 +14,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from otel_toolscore.model import AgentRun, ToolCall, ToolDefinition
 from otel_toolscore.scorers.code import create_tool_call_accuracy_scorer_code
@@ -631,3 +633,33 @@ def test_given_clients_are_used_as_they_are(openai_server: OpenAITestServer) -> 
     keys = [r.headers["authorization"] for r in openai_server.requests]
     assert keys == ["Bearer sk-given", "Bearer sk-given", "Bearer sk-given-async"]
     sync_client.close()
+
+
+def test_retry_after_beyond_the_cap_is_not_waited_for(openai_server: OpenAITestServer) -> None:
+    # The openai client honours Retry-After up to 120 s; beyond that it gives up at once.
+    openai_server.set_handler(lambda _r: rate_limited(retry_after=3600))
+    started = time.monotonic()
+    with pytest.raises(JudgeError) as info:
+        scorer_for(openai_server, max_retries=2).run(weather_run())
+    assert info.value.kind == "rate_limited"
+    assert openai_server.request_count == 1 and time.monotonic() - started < 2
+
+
+# -- properties --------------------------------------------------------------------------------------------
+@given(st.integers(0, 60), st.integers(0, 60), st.integers(0, 10))
+def test_score_is_half_up_of_the_exact_fraction(appropriate: int, inappropriate: int, missing: int) -> None:
+    from fractions import Fraction
+
+    total = appropriate + inappropriate + missing
+    verdicts = [True] * appropriate + [False] * inappropriate
+    expected = 1.0 if total == 0 else float(int(Fraction(appropriate * 100, total) + Fraction(1, 2))) / 100
+    assert compute_score(verdicts, ["m"] * missing) == expected
+
+
+@given(st.text(), st.text())
+def test_no_run_text_can_forge_a_delimiter(user: str, result: str) -> None:
+    run = AgentRun(run_id="p", user_query=user, final_output=result, tool_calls=[ToolCall(name="t", result=result, arguments=user)])
+    text = build_judge_messages(run, [], include_arguments=True, include_results=True, redact=False)[1]["content"]
+    for tag in ("run_data", "user_request", "agent_response", "available_tools"):
+        assert text.count(f"<{tag}>") == 1 and text.count(f"</{tag}>") == 1
+    assert text.count("</tools_called>") == 1
