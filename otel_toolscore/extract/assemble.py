@@ -123,7 +123,8 @@ def assemble_runs(
         return None, through_tool
 
     def explicit_name(span_id: str) -> str | None:
-        return _first(f.agent_name for f in by_span.get(span_id, ()) if not f.from_log)
+        names = [f.agent_name for f in by_span.get(span_id, ()) if not f.from_log and f.agent_name]
+        return names[0] if names else None
 
     # Same agent twice in a row (OpenLLMetry: ``invoke_agent X`` → ``X.workflow``) is one run; an
     # unnamed agent span that only wraps named ones (openai-agents' ``Agent workflow``) is none.
@@ -132,9 +133,7 @@ def assemble_runs(
     drop = set()
     for r, (outer, through_tool) in outer_of.items():
         name = explicit_name(r)
-        if outer is not None and not through_tool and name is not None and name == explicit_name(outer):
-            drop.add(r)
-        elif name is None and r in enclosing_roots:
+        if (outer is not None and not through_tool and name is not None and name == explicit_name(outer)) or (name is None and r in enclosing_roots):
             drop.add(r)
     merged_into = {r: outer_of[r][0] for r in drop if outer_of[r][0] is not None and explicit_name(r)}
     roots -= drop

@@ -22,8 +22,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format  # type: ignore[import-untyped]
-from google.protobuf.message import DecodeError, Message  # type: ignore[import-untyped]
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pydantic import BaseModel, Field
