@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from .. import __version__
 from . import names as n
 
-__all__ = ["BoundedLabels", "Emitter", "RunRef"]
+if TYPE_CHECKING:
+    from ..scorers.llm import LLMScoreResult
+
+__all__ = ["BoundedLabels", "Emitter", "RunRef", "judge_span_attributes", "write_carrier_span"]
 
 _log = logging.getLogger(__name__)
 
@@ -34,6 +38,10 @@ class RunRef:
     agent_name: str | None = None
     conversation_id: str | None = None
     sampled: bool = True
+
+    def span_context(self) -> SpanContext:
+        flags = TraceFlags(TraceFlags.SAMPLED if self.sampled else TraceFlags.DEFAULT)
+        return SpanContext(self.trace_id, self.span_id, is_remote=False, trace_flags=flags)
 
     def context(self) -> Context:
         """A context whose current span is the evaluated span: parents events, exemplars and carriers."""
@@ -112,8 +120,14 @@ class Emitter:
             description="Duration of LLM judge requests.",
             explicit_bucket_boundaries_advisory=list(n.DURATION_BUCKETS),
         )
-        self.judge_queue_depth = meter.create_up_down_counter(
-            n.METRIC_JUDGE_QUEUE_DEPTH, unit="{run}", description="Runs waiting for the LLM judge."
+        # Observed at collection time (the judge registers its queue): the span's thread, which fills
+        # the queue, never touches a metric instrument.
+        self._queue_sources: list[Callable[[], int]] = []
+        self.judge_queue_depth = meter.create_observable_up_down_counter(
+            n.METRIC_JUDGE_QUEUE_DEPTH,
+            callbacks=[self._observe_queue_depth],
+            unit="{run}",
+            description="Runs waiting for the LLM judge.",
         )
 
     # -- counters ---------------------------------------------------------------------------------
@@ -206,3 +220,133 @@ class Emitter:
                 self.score.record(float(score), mattrs, context=ctx)
             except Exception as exc:
                 self._guard("a metric", exc)
+
+    # -- the LLM judge ----------------------------------------------------------------------------
+    def observe_judge_queue(self, depth: Callable[[], int]) -> None:
+        """Report ``depth()`` as ``toolscore.judge.queue_depth`` at every collection."""
+        self._queue_sources.append(depth)
+
+    def _observe_queue_depth(self, options: CallbackOptions) -> Iterator[Observation]:
+        if not self.metrics_enabled or not self._queue_sources:
+            return iter(())
+        total = 0
+        for source in list(self._queue_sources):
+            try:
+                total += int(source())
+            except Exception as exc:
+                self._guard("a metric", exc)
+        return iter((Observation(total),))
+
+    def count_judge_request(self, outcome: str, model: str | None = None) -> None:
+        """One judgment attempted (however many HTTP requests it took), by outcome."""
+        self._add(self.judge_requests, 1, {n.ATTR_OUTCOME: outcome}, model)
+
+    def count_judge_skip(self, reason: str, amount: int = 1) -> None:
+        """Runs not judged, by reason (``names.JUDGE_SKIP_REASONS``)."""
+        if amount > 0:
+            self._add(self.judge_skipped, amount, {n.ATTR_REASON: reason}, None)
+
+    def count_judge_tokens(self, input_tokens: int, output_tokens: int, model: str | None = None) -> None:
+        if input_tokens > 0:
+            self._add(self.judge_tokens, input_tokens, {n.GEN_AI_TOKEN_TYPE: "input"}, model)
+        if output_tokens > 0:
+            self._add(self.judge_tokens, output_tokens, {n.GEN_AI_TOKEN_TYPE: "output"}, model)
+
+    def record_judge_duration(self, seconds: float, outcome: str, model: str | None = None) -> None:
+        if not self.metrics_enabled:
+            return
+        attrs: dict[str, Any] = {n.ATTR_OUTCOME: outcome}
+        if model:
+            attrs[n.GEN_AI_REQUEST_MODEL] = model
+        try:
+            self.judge_duration.record(max(0.0, seconds), attrs)
+        except Exception as exc:
+            self._guard("a metric", exc)
+
+    def _add(self, counter: Any, amount: int, attrs: dict[str, Any], model: str | None) -> None:
+        if not self.metrics_enabled:
+            return
+        if model:
+            attrs[n.GEN_AI_REQUEST_MODEL] = model  # the configured judge model: low cardinality
+        try:
+            counter.add(amount, attrs)
+        except Exception as exc:
+            self._guard("a metric", exc)
+
+
+def _bounded_text(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "\u2026"
+
+
+def judge_span_attributes(
+    *,
+    model: str,
+    outcome: str,
+    sampled_by: str | None,
+    result: LLMScoreResult | None = None,
+    label: str | None = None,
+    error_type: str | None = None,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    requests: int = 0,
+    max_evaluations: int = 32,
+    max_text_chars: int = 256,
+) -> dict[str, Any]:
+    """The attributes of a judge carrier span. No ``gen_ai.agent.*``/``gen_ai.tool.*``/operation keys:
+    the span must never look like agent activity to an extractor (ours or a backend's)."""
+    attrs: dict[str, Any] = {
+        n.OPENINFERENCE_SPAN_KIND: n.OPENINFERENCE_KIND_EVALUATOR,
+        n.GEN_AI_EVALUATION_NAME: n.EVAL_LLM,
+        n.JUDGE_MODEL: model,
+        n.JUDGE_OUTCOME: outcome,
+        n.JUDGE_INPUT_TOKENS: int(input_tokens),
+        n.JUDGE_OUTPUT_TOKENS: int(output_tokens),
+        n.JUDGE_REQUEST_COUNT: int(requests),
+    }
+    if sampled_by:
+        attrs[n.ATTR_JUDGE_SAMPLED_BY] = sampled_by
+    if error_type:
+        attrs[n.ERROR_TYPE] = error_type
+    if result is not None:
+        attrs[n.GEN_AI_EVALUATION_SCORE_VALUE] = float(result.score)
+        if label is not None:
+            attrs[n.GEN_AI_EVALUATION_SCORE_LABEL] = label
+        if result.reason:
+            attrs[n.GEN_AI_EVALUATION_EXPLANATION] = _bounded_text(result.reason, max_text_chars * 4)
+        evaluations = result.analyze_step_result.evaluations
+        shown = evaluations[:max_evaluations]
+        attrs[n.JUDGE_EVALUATION_COUNT] = len(evaluations)
+        attrs[n.JUDGE_EVALUATION_TOOLS] = [_bounded_text(e.tool_called, max_text_chars) for e in shown]
+        attrs[n.JUDGE_EVALUATION_APPROPRIATE] = [bool(e.was_appropriate) for e in shown]
+        attrs[n.JUDGE_EVALUATION_REASONING] = [_bounded_text(e.reasoning, max_text_chars) for e in shown]
+        attrs[n.JUDGE_MISSING_TOOLS] = [
+            _bounded_text(t, max_text_chars) for t in result.analyze_step_result.missing_tools[:max_evaluations]
+        ]
+        attrs[n.JUDGE_STRUCTURED_OUTPUT] = bool(result.usage.structured_output)
+    return attrs
+
+
+def write_carrier_span(
+    tracer: trace.Tracer,
+    ref: RunRef,
+    attributes: Mapping[str, Any],
+    *,
+    start_time: int,
+    end_time: int,
+    name: str = n.JUDGE_SPAN_NAME,
+) -> None:
+    """A short span in the evaluated run's trace: a child of the evaluated span and linked to it.
+
+    Written through ``tracer`` with whatever context the caller has, so the caller decides: the
+    judge writes it *without* the suppress-instrumentation key, so it is exported.
+    """
+    link = Link(ref.span_context())
+    span = tracer.start_span(
+        name,
+        context=ref.context(),
+        kind=SpanKind.INTERNAL,
+        attributes=dict(attributes),
+        links=[link],
+        start_time=start_time,
+    )
+    span.end(end_time=end_time)

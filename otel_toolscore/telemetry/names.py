@@ -73,6 +73,56 @@ DROP_REASONS: Final = (
     "malformed_span",
     "downstream_error",
 )
+# -- the LLM judge -----------------------------------------------------------------------------------
+# Set by the application on the run's root span (or as baggage) to ask for this run to be judged.
+ATTR_JUDGE_FLAG: Final = "toolscore.judge"
+# Why a judged run was sampled (metric attribute and carrier/event attribute): only ``ratio`` is an
+# unbiased sample of traffic; the priority values over-represent what they select.
+ATTR_JUDGE_SAMPLED_BY: Final = "toolscore.judge.sampled_by"
+JUDGE_SAMPLED_BY: Final = ("ratio", "code_fail", "new_sequence", "flag", "rule")
+JUDGE_OUTCOMES: Final = ("ok", "error", "timeout", "rate_limited", "invalid_answer")
+JUDGE_SKIP_REASONS: Final = (
+    "not_sampled",
+    "rate_limit",
+    "budget",
+    "queue_full",
+    "circuit_open",
+    "no_content",
+    "abandoned",
+)
+JUDGE_TOKEN_TYPES: Final = ("input", "output")
+# The carrier span of a judge verdict (a child of the evaluated root, linked to it).
+JUDGE_SPAN_NAME: Final = "evaluate tool_call_accuracy_llm"
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_KIND_EVALUATOR: Final = "EVALUATOR"
+JUDGE_MODEL: Final = "toolscore.judge.model"
+JUDGE_OUTCOME: Final = "toolscore.judge.outcome"
+JUDGE_INPUT_TOKENS: Final = "toolscore.judge.usage.input_tokens"
+JUDGE_OUTPUT_TOKENS: Final = "toolscore.judge.usage.output_tokens"
+JUDGE_REQUEST_COUNT: Final = "toolscore.judge.request_count"
+JUDGE_EVALUATION_COUNT: Final = "toolscore.judge.evaluation_count"
+JUDGE_EVALUATION_TOOLS: Final = "toolscore.judge.evaluations.tool"
+JUDGE_EVALUATION_APPROPRIATE: Final = "toolscore.judge.evaluations.appropriate"
+JUDGE_EVALUATION_REASONING: Final = "toolscore.judge.evaluations.reasoning"
+JUDGE_MISSING_TOOLS: Final = "toolscore.judge.missing_tools"
+JUDGE_STRUCTURED_OUTPUT: Final = "toolscore.judge.structured_output"
+
 LABEL_PASS: Final = "pass"
 LABEL_FAIL: Final = "fail"
 OTHER: Final = "_OTHER"
+
+# -- the scoring service (`otel-toolscore serve`) -------------------------------------------------------
+METRIC_SERVICE_RECEIVED: Final = "toolscore.service.received"
+METRIC_SERVICE_REFUSED: Final = "toolscore.service.refused"
+METRIC_SERVICE_TRACES: Final = "toolscore.service.traces"
+METRIC_SERVICE_PENDING_SPANS: Final = "toolscore.service.pending_spans"
+METRIC_SERVICE_PENDING_BYTES: Final = "toolscore.service.pending_bytes"
+ATTR_SIGNAL: Final = "toolscore.signal"
+SERVICE_SIGNALS: Final = ("spans", "logs")
+# Why a request was refused (the sender keeps the data and retries for the retryable ones).
+SERVICE_REFUSE_REASONS: Final = ("overload", "draining", "invalid", "too_large")
+# How a buffered trace left the service's buffer: complete (root ended, nothing missing, quiet
+# period over), timeout (scored as it was at the hard timeout), drained (scored at shutdown).
+SERVICE_TRACE_OUTCOMES: Final = ("complete", "timeout", "drained")
+# Drop reasons the service adds to `toolscore.dropped` (a span or log record that was not scored).
+SERVICE_DROP_REASONS: Final = ("late_log", "orphan_logs", "invalid_span")

@@ -1,0 +1,142 @@
+"""Settings of the online LLM judge, from ``OTEL_TOOLSCORE_JUDGE_*`` environment variables.
+
+Enabling the judge takes three variables: ``OTEL_TOOLSCORE_JUDGE_MODEL``,
+``OTEL_TOOLSCORE_JUDGE_BASE_URL`` (or ``OPENAI_BASE_URL``; omit for OpenAI itself) and
+``OTEL_TOOLSCORE_JUDGE_API_KEY`` (or ``OPENAI_API_KEY``). Everything else has a production default.
+As for the processor's settings, an unknown ``OTEL_TOOLSCORE_JUDGE_*`` variable or a malformed
+value fails at start with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from ..config import ENV_PREFIX, ConfigError
+
+__all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file"]
+
+JUDGE_ENV_PREFIX = ENV_PREFIX + "JUDGE_"
+
+
+class JudgeSettings(BaseModel):
+    """Every judge setting; ``OTEL_TOOLSCORE_JUDGE_<FIELD>`` in the environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # -- the endpoint --------------------------------------------------------------------------------
+    model: str | None = Field(None, description="Judge model name; setting it enables the judge.")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, then OpenAI).")
+    api_key: SecretStr | None = Field(None, description="API key (default: `OPENAI_API_KEY`).")
+    timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds per HTTP request.")
+    max_retries: int = Field(2, ge=0, le=10, description="Retries of 408/409/429/5xx and connection errors.")
+    max_output_tokens: int | None = Field(
+        None, ge=16, le=100_000, description="`max_tokens` sent with each request; also bounds budget reservations."
+    )
+    separate_reason_call: bool = Field(False, description="Mastra's two requests per run instead of one.")
+    # -- what is sent --------------------------------------------------------------------------------
+    tools: tuple[str, ...] | None = Field(None, description="Tool reference by name (comma-separated).")
+    tools_file: str | None = Field(None, description="JSON or YAML list of `{name, description}` tools.")
+    include_arguments: bool = Field(False, description="Send tool-call arguments (after redaction, truncated).")
+    include_results: bool = Field(False, description="Send tool results (after redaction, truncated).")
+    redact: bool = Field(True, description="Apply the built-in redactors to everything sent.")
+    max_text_chars: int = Field(4000, ge=100, le=1_000_000, description="Characters sent per text (request, answer).")
+    max_argument_chars: int = Field(1000, ge=50, le=1_000_000, description="Characters sent per argument/result.")
+    # -- sampling ------------------------------------------------------------------------------------
+    ratio: float = Field(0.05, ge=0.0, le=1.0, description="Share of traces judged (deterministic on the trace id).")
+    always_when_code_fails: bool = Field(True, description="Judge every run the code scorer failed.")
+    always_when_new_sequence: bool = Field(True, description="Judge runs with a tool sequence not seen yet.")
+    always_when_flagged: bool = Field(True, description="Honour the `toolscore.judge` attribute/baggage flag.")
+    sequence_memory: int = Field(10_000, ge=1, le=10_000_000, description="Tool sequences remembered (LRU).")
+    max_per_minute: int | None = Field(60, ge=1, le=100_000, description="Judgments started per rolling minute.")
+    max_tokens_per_hour: int | None = Field(
+        200_000, ge=1, le=10_000_000_000, description="Judge tokens (input+output) per rolling hour."
+    )
+    # -- execution -----------------------------------------------------------------------------------
+    workers: int = Field(4, ge=1, le=256, description="Worker threads calling the judge.")
+    queue_size: int = Field(1_000, ge=1, le=1_000_000, description="Runs waiting for a worker; overflow is counted.")
+    failure_threshold: int = Field(5, ge=1, le=1_000, description="Consecutive failures that open the circuit.")
+    circuit_cooldown_s: float = Field(30.0, gt=0, le=86_400, description="Seconds the circuit stays open.")
+    shutdown_timeout_s: float = Field(10.0, ge=0, le=3_600, description="How long shutdown drains the queue.")
+    # -- what is written -----------------------------------------------------------------------------
+    pass_threshold: float = Field(1.0, ge=0.0, le=1.0, description="Score at or above which the label is `pass`.")
+    carrier_span: bool = Field(True, description="Write the `evaluate tool_call_accuracy_llm` span.")
+    max_span_evaluations: int = Field(32, ge=0, le=4096, description="Per-call verdicts written on the carrier span.")
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        return JUDGE_ENV_PREFIX + field.upper()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.model and self.model.strip())
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> JudgeSettings:
+        """Settings from ``OTEL_TOOLSCORE_JUDGE_*`` variables, overridden by explicit arguments."""
+        env = os.environ if environ is None else environ
+        known = {cls.env_name(name): name for name in cls.model_fields}
+        values: dict[str, Any] = {}
+        for key, raw in env.items():
+            if not key.startswith(JUDGE_ENV_PREFIX):
+                continue
+            name = known.get(key)
+            if name is None:
+                raise ConfigError(f"unknown setting {key}; known judge settings: {', '.join(sorted(known))}")
+            parsed = _parse(name, raw)
+            if parsed is not _UNSET:
+                values[name] = parsed
+        unknown = set(overrides) - set(cls.model_fields)
+        if unknown:
+            raise ConfigError(f"unknown judge setting {sorted(unknown)[0]!r}")
+        values.update(overrides)
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "settings"
+            key = cls.env_name(loc) if loc in cls.model_fields else loc
+            raise ConfigError(f"invalid setting {key} ({loc}): {err['msg']}") from None
+
+
+_UNSET: Any = object()
+_LIMITS = frozenset({"max_output_tokens", "max_per_minute", "max_tokens_per_hour"})
+
+
+def _parse(name: str, raw: str) -> Any:
+    text = raw.strip()
+    if text == "":
+        return _UNSET  # an empty variable means "not set": the default applies
+    if name in _LIMITS and text.lower() in ("none", "unlimited", "off"):
+        return None  # lifts the limit
+    if name == "tools":
+        return tuple(p.strip() for p in text.split(",") if p.strip())
+    return text
+
+
+def load_tools_file(path: str | Path) -> list[dict[str, Any]]:
+    """A tool reference from a JSON or YAML file: a list of ``{name, description}`` (or a ``tools`` key)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read judge tools file {p}: {exc.strerror or exc}") from None
+    try:
+        if p.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data: Any = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except Exception as exc:
+        raise ConfigError(f"judge tools file {p} is not valid: {exc}") from None
+    if isinstance(data, Mapping):
+        data = data.get("tools")
+    if not isinstance(data, list) or not all(isinstance(t, (Mapping, str)) for t in data):
+        raise ConfigError(f"judge tools file {p} must hold a list of tools (or a mapping with a `tools` list)")
+    return [dict(t) if isinstance(t, Mapping) else {"name": t} for t in data]
