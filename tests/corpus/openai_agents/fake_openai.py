@@ -1,6 +1,7 @@
 """A scripted OpenAI-compatible Chat Completions server on 127.0.0.1, for recording corpus traces.
 
-Each POST /v1/chat/completions pops the next scripted reply. A reply is either
+Each POST /v1/chat/completions or /v1/responses pops the next scripted reply and answers it in
+that API's shape. A reply is either
 ``{"content": "text"}`` or ``{"tool_calls": [("tool_name", {"arg": 1}), ...]}``; tool-call ids are
 ``call_<n>`` numbered in order, so the generator knows them without reading the trace.
 Requests are kept in ``server.requests`` so a generator can assert the script was fully consumed.
@@ -72,6 +73,32 @@ class FakeOpenAI:
             "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
         }
 
+    def _response(self, reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
+        """The same reply as a Responses API object (the Agents SDK's default model API).
+
+        Like the real API it echoes the request's instructions, tools and tool settings."""
+        n = len(self.requests)
+        output: list[dict[str, Any]] = []
+        for i, (name, args) in enumerate(reply.get("tool_calls") or []):
+            output.append({"type": "function_call", "id": f"fc_{n}_{i}", "call_id": self.next_call_id(),
+                           "name": name, "arguments": json.dumps(args), "status": "completed"})
+        if reply.get("content") is not None:
+            output.append({"type": "message", "id": f"msg_{n}", "role": "assistant",
+                           "status": "completed",
+                           "content": [{"type": "output_text", "text": reply["content"],
+                                        "annotations": []}]})
+        return {
+            "id": f"resp_{n}", "object": "response", "created_at": 1767225600, "model": self.model,
+            "status": "completed", "output": output,
+            "parallel_tool_calls": request.get("parallel_tool_calls", True),
+            "tool_choice": request.get("tool_choice", "auto"), "tools": request.get("tools", []),
+            "error": None, "incomplete_details": None, "instructions": request.get("instructions"),
+            "metadata": {}, "temperature": None, "top_p": None,
+            "usage": {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30,
+                      "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}},
+        }
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -87,7 +114,11 @@ class FakeOpenAI:
                         payload = {"error": {"message": "script exhausted", "type": "fake"}}
                         status = 500
                     else:
-                        payload = fake._completion(fake.replies.pop(0))
+                        reply = fake.replies.pop(0)
+                        if self.path.rstrip("/").endswith("/responses"):
+                            payload = fake._response(reply, body)
+                        else:
+                            payload = fake._completion(reply)
                         status = 200
                 data = json.dumps(payload).encode()
                 self.send_response(status)

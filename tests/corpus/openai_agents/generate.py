@@ -3,9 +3,11 @@
 Usage (each instrumentation needs its own venv, see README.md):
     python tests/corpus/openai_agents/generate.py openinference
     python tests/corpus/openai_agents/generate.py otel_v2
+    python tests/corpus/openai_agents/generate.py openllmetry
 
-The model is the SDK's own ``OpenAIChatCompletionsModel`` pointed at ``fake_openai.FakeOpenAI`` on
-127.0.0.1, so the SDK emits its real generation spans. The SDK's own trace upload is removed
+The model is the SDK's own ``OpenAIChatCompletionsModel`` (or, with ``--responses``, the default
+``OpenAIResponsesModel``; output goes to ``<instrumentation>_responses/``) pointed at
+``fake_openai.FakeOpenAI`` on 127.0.0.1, so the SDK emits its real generation / response spans. The SDK's own trace upload is removed
 (``set_trace_processors([])`` before instrumenting), so nothing leaves the machine.
 """
 
@@ -27,6 +29,7 @@ from fake_openai import FakeOpenAI  # noqa: E402
 from agents import (  # noqa: E402
     Agent,
     OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
     Runner,
     function_tool,
     set_trace_processors,
@@ -36,6 +39,7 @@ from openai import AsyncOpenAI  # noqa: E402
 INSTRUMENTATIONS = {
     "openinference": "openinference-instrumentation-openai-agents",
     "otel_v2": "opentelemetry-instrumentation-openai-agents-v2",
+    "openllmetry": "opentelemetry-instrumentation-openai-agents",
 }
 
 WEATHER = {"Paris": "18C, cloudy", "Tokyo": "25C, sunny"}
@@ -76,9 +80,13 @@ def run(agent: str, query: str, final: str | None, tools: list[str], calls: list
 
 
 class Scenarios:
-    def __init__(self, fake: FakeOpenAI) -> None:
+    def __init__(self, fake: FakeOpenAI, api: str) -> None:
         client = AsyncOpenAI(base_url=fake.base_url, api_key="sk-local-fake", max_retries=0)
-        self.model = OpenAIChatCompletionsModel(model=fake.model, openai_client=client)
+        self.model: Any
+        if api == "responses":
+            self.model = OpenAIResponsesModel(model=fake.model, openai_client=client)
+        else:
+            self.model = OpenAIChatCompletionsModel(model=fake.model, openai_client=client)
         self.fake = fake
 
     def agent(self, name: str, tools: list[Any], **kw: Any) -> Agent[Any]:
@@ -193,6 +201,13 @@ def instrument(which: str, rec: Recorder) -> None:
         from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
         OpenAIAgentsInstrumentor().instrument(tracer_provider=rec.tracer_provider)
+    elif which == "openllmetry":
+        # OpenLLMetry's package shares the import path of the contrib one (separate venvs).
+        from opentelemetry.instrumentation.openai_agents import (
+            OpenAIAgentsInstrumentor as TraceloopInstrumentor,
+        )
+
+        TraceloopInstrumentor().instrument(tracer_provider=rec.tracer_provider)
     else:
         from opentelemetry.instrumentation.openai_agents import (
             OpenAIAgentsInstrumentor as ContribInstrumentor,
@@ -203,24 +218,28 @@ def instrument(which: str, rec: Recorder) -> None:
                                          capture_metrics=False)
 
 
-async def main(which: str, only: list[str]) -> None:
+async def main(which: str, api: str, only: list[str]) -> None:
     rec = Recorder(service_name="corpus-openai-agents")
     instrument(which, rec)
     versions = {p: md.version(p) for p in ("openai-agents", "openai", INSTRUMENTATIONS[which],
                                            "opentelemetry-sdk")}
-    out = HERE / which
+    out = HERE / (which if api == "chat" else f"{which}_responses")
     with FakeOpenAI() as fake:
-        scen = Scenarios(fake)
+        scen = Scenarios(fake, api)
         for name in only or SCENARIOS:
             runs, notes = await getattr(scen, name)()
             await asyncio.sleep(0.05)
             written = rec.write(out / name)
             truth = {"framework": "openai-agents", "instrumentation": INSTRUMENTATIONS[which],
-                     "versions": versions, "content_capture": True, "scenario": name, "runs": runs,
+                     "versions": versions, "content_capture": True, "scenario": name,
+                     "model_api": "responses" if api == "responses" else "chat_completions", "runs": runs,
                      "notes": notes or None}
             (out / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
             print(name, [p.name for p in written])
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2:]))
+    # generate.py <instrumentation> [--responses] [scenario ...]
+    args = sys.argv[2:]
+    api = "responses" if "--responses" in args else "chat"
+    asyncio.run(main(sys.argv[1], api, [a for a in args if not a.startswith("--")]))
