@@ -97,3 +97,71 @@ class Recorder:
         if self.logs is not None:
             self.logs.clear()
         return written
+
+
+# ---- inspection (python tests/corpus/_record.py FILE.traces.jsonl [--attrs key,key]) -------------
+def _value(v: dict[str, Any]) -> Any:
+    """Unwrap an OTLP/JSON AnyValue."""
+    if "arrayValue" in v:
+        return [_value(x) for x in v["arrayValue"].get("values", [])]
+    if "kvlistValue" in v:
+        return {kv["key"]: _value(kv.get("value", {})) for kv in v["kvlistValue"].get("values", [])}
+    for key in ("stringValue", "boolValue", "intValue", "doubleValue", "bytesValue"):
+        if key in v:
+            return v[key]
+    return None
+
+
+def load_spans(path: str | Path) -> list[dict[str, Any]]:
+    """Every span of a ``.traces.jsonl`` file, attributes unwrapped into a plain dict, scope added."""
+    spans: list[dict[str, Any]] = []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip():
+            continue
+        for rs in json.loads(line).get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for sp in ss.get("spans", []):
+                    sp = dict(sp)
+                    sp["attrs"] = {a["key"]: _value(a.get("value", {})) for a in sp.get("attributes", [])}
+                    sp["scope"] = ss.get("scope", {}).get("name", "")
+                    spans.append(sp)
+    return spans
+
+
+def show_tree(path: str | Path, keys: list[str] | None = None, width: int = 160) -> str:
+    """An indented span tree: name, status code, and the chosen attributes (all when ``keys`` is None)."""
+    spans = sorted(load_spans(path), key=lambda s: int(s.get("startTimeUnixNano", 0)))
+    ids = {s["spanId"] for s in spans}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for s in spans:
+        parent = s.get("parentSpanId") or None
+        children.setdefault(parent if parent in ids else None, []).append(s)
+    lines: list[str] = []
+
+    def walk(s: dict[str, Any], depth: int) -> None:
+        status = s.get("status", {}).get("code", 0)
+        lines.append(f"{'  ' * depth}- {s['name']}  [scope={s['scope']} status={status}]")
+        for k, v in s["attrs"].items():
+            if keys is None or any(k == p or k.startswith(p + ".") for p in keys):
+                text = v if isinstance(v, str) else json.dumps(v)
+                lines.append(f"{'  ' * depth}    {k} = {text[:width]}")
+        for c in children.get(s["spanId"], []):
+            walk(c, depth + 1)
+
+    for root in children.get(None, []):
+        walk(root, 0)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    args = sys.argv[1:]
+    chosen = None
+    if "--attrs" in args:
+        i = args.index("--attrs")
+        chosen = args[i + 1].split(",")
+        del args[i:i + 2]
+    for file in args:
+        print(f"== {file}")
+        print(show_tree(file, chosen))
