@@ -214,12 +214,52 @@ def session() -> tuple[list[dict[str, Any]], str]:
         "configurable thread_id=thread-42 (no checkpointer).")
 
 
+def supervisor_handoff() -> tuple[list[dict[str, Any]], str]:
+    from langgraph_supervisor import create_supervisor
+
+    weather = agent("weather_agent", [get_weather])
+    graph = create_supervisor([weather], model=ScriptedChatModel(), prompt="You are the supervisor.",
+                              supervisor_name="supervisor").compile(name="supervisor")
+    q, final = "What is the weather in Tokyo?", "It is 25C and sunny in Tokyo."
+    go(graph, q, [
+        ask(("transfer_to_weather_agent", {})),
+        ask(("get_weather", {"city": "Tokyo"})), say("Tokyo: 25C, sunny."),
+        say(final)])
+    return [
+        run("supervisor", q, final, ["transfer_to_weather_agent"],
+            [call("transfer_to_weather_agent", {}, kind="framework")]),
+        run("weather_agent", q, "Tokyo: 25C, sunny.", ["get_weather"],
+            [call("get_weather", {"city": "Tokyo"})], parent="supervisor"),
+    ], ("langgraph-supervisor: the supervisor's model calls its handoff tool transfer_to_weather_agent; "
+        "weather_agent (a create_react_agent subgraph) runs on the shared message list, then the "
+        "framework appends a synthetic transfer_back_to_supervisor AIMessage/ToolMessage pair "
+        "(not a tool execution, not listed here) and the supervisor answers. weather_agent's "
+        "user_query is the original query (shared history).")
+
+
+def lc_create_agent() -> tuple[list[dict[str, Any]], str]:
+    from langchain.agents import create_agent
+
+    graph = create_agent(ScriptedChatModel(), tools=[search_flights, book_flight],
+                         system_prompt="You are the travel_agent.", name="travel_agent")
+    q, final = "Book me the first flight from Paris to Rome.", "Booked AF123 (confirmation ZX9)."
+    go(graph, q, [
+        ask(("search_flights", {"origin": "Paris", "destination": "Rome"})),
+        ask(("book_flight", {"flight_id": "AF123"})), say(final)])
+    return [run("travel_agent", q, final, ["search_flights", "book_flight"], [
+        call("search_flights", {"origin": "Paris", "destination": "Rome"}),
+        call("book_flight", {"flight_id": "AF123"})])], (
+        "Same as multi_step but built with langchain.agents.create_agent (langchain 1.x, the "
+        "successor of create_react_agent; node names `model` and `tools`).")
+
+
 SCENARIOS = [single_tool, multi_step, parallel, tool_error, invalid_args_retry, no_tool, agent_as_tool,
-             session]
+             session, supervisor_handoff, lc_create_agent]
 
 
 def main(only: list[str]) -> None:
     versions = {p: md.version(p) for p in ("langgraph", "langgraph-prebuilt", "langchain-core",
+                                           "langchain", "langgraph-supervisor",
                                            INSTRUMENTATIONS[WHICH], "opentelemetry-sdk")}
     out = HERE / WHICH
     for fn in SCENARIOS:
