@@ -84,7 +84,7 @@ def print_table(runs: list[AgentRun]) -> None:
         if not run.tool_calls:
             print("  calls       (none)")
         for n, c in enumerate(run.tool_calls, 1):
-            flags = [] if c.kind == "tool" else [c.kind]
+            flags: list[str] = [] if c.kind == "tool" else [c.kind]
             if c.status == "error":
                 flags.append(f"error:{c.error_type}" if c.error_type else "error")
             note = f" [{', '.join(flags)}]" if flags else ""

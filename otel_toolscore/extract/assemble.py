@@ -294,6 +294,8 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
             if hit is not None:
                 if isinstance(req.arguments, Mapping) and not isinstance(hit.arguments, Mapping):
                     hit.arguments = req.arguments  # the model's structured arguments beat a bare/repr value
+                if hit.call_id is None and req.call_id is not None:
+                    hit.call_id = req.call_id
                 placed.add(id(hit))
                 calls.append(((row_time, pos + 1), hit))
                 continue

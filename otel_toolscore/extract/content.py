@@ -163,6 +163,8 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     name, body = value
     if isinstance(body, str):
         body = maybe_json(body)
+    if isinstance(body, Mapping):  # span-event attributes carry nested values as JSON strings
+        body = {k: maybe_json(v) if k in ("message", "content", "tool_calls") else v for k, v in body.items()}
     if name == "gen_ai.choice":
         if isinstance(body, Mapping) and "message" not in body and ("tool_calls" in body or "content" in body):
             body = {"message": {"role": "assistant", **body}}

@@ -1,0 +1,62 @@
+"""``otel-toolscore extract`` / ``score`` on recorded corpus files, through ``main(argv)``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from otel_toolscore.cli import main
+
+VERCEL = Path(__file__).parent / "corpus" / "vercel_ai"
+MULTI = str(VERCEL / "ai6_multi_step.traces.jsonl")
+INVALID = str(VERCEL / "ai6_invalid_tool.traces.jsonl")
+
+
+def test_extract_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["extract", "--format", "json", MULTI]) == 0
+    [run] = json.loads(capsys.readouterr().out)
+    assert run["agent_name"] == "weather-assistant"
+    assert [c["name"] for c in run["tool_calls"]] == ["getWeather", "convertTemperature"]
+    assert run["available_tools"] == ["getWeather", "convertTemperature"]
+    assert run["user_query"] == "What is the weather in Paris, in Fahrenheit?"
+
+
+def test_extract_table_and_problems_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{oops\n")
+    assert main(["extract", "--format", "table", MULTI, str(bad)]) == 0
+    out, err = capsys.readouterr()
+    assert "getWeather" in out and "1 run(s)" in out
+    assert "bad.jsonl" in err and "bad JSON" in err
+
+
+def test_score_flags_summary_and_fail_under(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["score", "--format", "json", "--expected-order", "getWeather,convertTemperature", MULTI, INVALID]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["score"] for r in doc["results"]] == [1.0, 0.0]
+    assert doc["summary"]["mean"] == 0.5 and doc["summary"]["per_agent"]["weather-assistant"]["pass_rate"] == 0.5
+    assert main([*argv, "--fail-under", "0.9"]) == 1
+    capsys.readouterr()
+    assert main(["score", "--format", "json", "--expected-tool", "getWeather", "--strict", MULTI]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["score"] == 0.0
+
+
+def test_score_rules_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - name: fahrenheit\n    query_regex: Fahrenheit\n    expected_tool_order: [getWeather, convertTemperature]\n"
+        "  - name: booking\n    agent_name: nobody\n    expected_tool: bookFlight\n"
+    )
+    assert main(["score", "--format", "table", "--rules", str(rules), MULTI, INVALID]) == 0
+    out = capsys.readouterr().out
+    assert "pass: expected getWeather -> convertTemperature" in out
+    assert "not scored" in out and "1 scored of 2 run(s)" in out
+
+
+def test_score_needs_an_expectation(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", MULTI]) == 2
+    assert "--expected-tool" in capsys.readouterr().err
