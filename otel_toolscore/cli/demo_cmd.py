@@ -96,8 +96,8 @@ def _row(s: Any) -> dict[str, Any]:
         "query": s.run.user_query,
         "expected": expected,
         "called": [c.name for c in s.run.tool_calls],
-        "score": s.result.score if s.result is not None else None,
-        "label": s.result.label if s.result is not None else None,
+        "score": s.verdict.score if s.verdict is not None else None,
+        "label": s.verdict.label if s.verdict is not None else None,
         "outcome": s.outcome,
     }
 

@@ -35,7 +35,7 @@ from ..extract import (
     record_from_readable,
 )
 from ..model import AgentRun
-from ..scorers.code import CodeScoreResult, ToolCallAccuracyCodeScorer
+from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
 from ..telemetry import Emitter, RunRef, code_score_attributes, names, openinference_annotation
 from .buffers import HeldRoot, TraceState, TraceTable
 from .expectations import Expectation, current_expectation, expectation_from_attributes, load_rules, resolve
@@ -51,23 +51,44 @@ _log = logging.getLogger(__name__)
 
 
 class ScoredRun:
-    """A run and its code score (``result`` is ``None`` when the run was not code-scored)."""
+    """A run and its code score. ``verdict`` is ``None`` when the run was not code-scored.
 
-    __slots__ = ("expectation", "outcome", "ref", "result", "run")
+    ``result`` (the full, Mastra-shaped :class:`CodeScoreResult`) is built on first access, off the
+    span's thread: the hot path only computes the verdict.
+    """
+
+    __slots__ = ("_result", "_scorer", "expectation", "outcome", "ref", "run", "verdict")
 
     def __init__(
         self,
         run: AgentRun,
         ref: RunRef,
         outcome: str,
-        result: CodeScoreResult | None,
+        verdict: CodeVerdict | None,
         expectation: Expectation | None,
+        scorer: ToolCallAccuracyCodeScorer | None = None,
     ) -> None:
         self.run = run
         self.ref = ref
         self.outcome = outcome
-        self.result = result
+        self.verdict = verdict
         self.expectation = expectation
+        self._scorer = scorer
+        self._result: CodeScoreResult | None = None
+
+    @property
+    def score(self) -> float | None:
+        return self.verdict.score if self.verdict is not None else None
+
+    @property
+    def passed(self) -> bool | None:
+        return self.verdict.passed if self.verdict is not None else None
+
+    @property
+    def result(self) -> CodeScoreResult | None:
+        if self._result is None and self.verdict is not None and self._scorer is not None:
+            self._result = self._scorer.result(self.run, self.verdict)
+        return self._result
 
 
 def _hex16(value: int) -> str:
@@ -354,7 +375,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
             conversation_id=run.conversation_id,
             sampled=bool(span.context.trace_flags.sampled) if span.context is not None else True,
         )
-        result: CodeScoreResult | None = None
+        verdict: CodeVerdict | None = None
+        scorer: ToolCallAccuracyCodeScorer | None = None
         out = span
         if expectation is None:
             outcome = "no_expectation"
@@ -362,14 +384,15 @@ class ToolScoreSpanProcessor(SpanProcessor):
             outcome = "no_tool_calls_visible"
         else:
             try:
-                result = self._scorer(expectation).run(run, explain=False)
+                scorer = self._scorer(expectation)
+                verdict = scorer.verdict(run)
                 outcome = "scored"
             except Exception:
                 _log.debug("otel-toolscore could not score a run", exc_info=True)
                 outcome = "error"
-            if result is not None and self.settings.span_attributes:
-                out = self._enriched(span, run, result)
-        scored = ScoredRun(run, ref, outcome, result, expectation)
+            if verdict is not None and self.settings.span_attributes:
+                out = self._enriched(span, verdict)
+        scored = ScoredRun(run, ref, outcome, verdict, expectation, scorer)
         self._enqueue(scored)
         if self._judge is not None:
             try:
@@ -383,12 +406,10 @@ class ToolScoreSpanProcessor(SpanProcessor):
             return expectation.scorer_with_framework_calls
         return expectation.scorer
 
-    def _enriched(self, span: ReadableSpan, run: AgentRun, result: CodeScoreResult) -> ReadableSpan:
+    def _enriched(self, span: ReadableSpan, result: CodeVerdict) -> ReadableSpan:
         attrs = dict(span.attributes or {})
         attrs.update(
-            code_score_attributes(
-                result, max_tools=self.settings.max_attribute_tools, call_count=len(result.preprocess_step_result.actual_tools)
-            )
+            code_score_attributes(result, max_tools=self.settings.max_attribute_tools, call_count=len(result.actual_tools))
         )
         if self.settings.openinference_annotations:
             attrs.update(
@@ -477,7 +498,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
 
     def _emit_scored(self, scored: ScoredRun) -> None:
         self.emitter.count_run(scored.outcome, scored.run.agent_name)
-        result = scored.result
+        result = scored.verdict
         if result is not None:
             exp = scored.expectation
             metric_attrs: dict[str, Any] = {}

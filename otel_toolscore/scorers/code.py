@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,7 @@ __all__ = [
     "CallMatch",
     "CodePreprocessResult",
     "CodeScoreResult",
+    "CodeVerdict",
     "MatchMode",
     "ToolCallAccuracyCodeScorer",
     "ToolCallInfo",
@@ -91,10 +93,54 @@ class CodeScoreResult(_Result):
     def summary(self) -> str:
         """One line for humans and for ``gen_ai.evaluation.explanation``: expected vs called."""
         p = self.preprocess_step_result
-        want = " -> ".join(p.expected_tool_order) if p.expected_tool_order else (p.expected_tool or "")
-        mode = "strict" if p.strict_mode else "lenient"
-        called = ", ".join(p.actual_tools) if p.actual_tools else "no tools"
-        return f"{self.label}: expected {want} ({mode}, {self.match}); called {called}"
+        return _summary(self.label, p.expected_tool, p.expected_tool_order, p.strict_mode, self.match, p.actual_tools)
+
+
+def _summary(
+    label: str,
+    expected_tool: str | None,
+    expected_tool_order: Sequence[str] | None,
+    strict_mode: bool,
+    match: str,
+    actual_tools: Sequence[str],
+) -> str:
+    want = " -> ".join(expected_tool_order) if expected_tool_order else (expected_tool or "")
+    mode = "strict" if strict_mode else "lenient"
+    called = ", ".join(actual_tools) if actual_tools else "no tools"
+    return f"{label}: expected {want} ({mode}, {match}); called {called}"
+
+
+@dataclass(frozen=True, slots=True)
+class CodeVerdict:
+    """The score of a run without the pydantic result: what the span processor needs on its hot path.
+
+    :meth:`ToolCallAccuracyCodeScorer.result` turns it into the full :class:`CodeScoreResult` later
+    (off the hot path) when someone needs it.
+    """
+
+    score: float
+    actual_tools: list[str]
+    correct_tool_called: bool
+    correct_order_called: bool | None
+    expected_tool: str | None
+    expected_tool_order: list[str] | None
+    strict_mode: bool
+    match: MatchMode
+    calls: list[ToolCall]
+    ok: list[bool]
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= 1.0
+
+    @property
+    def label(self) -> str:
+        return "pass" if self.passed else "fail"
+
+    def summary(self) -> str:
+        return _summary(
+            self.label, self.expected_tool, self.expected_tool_order, self.strict_mode, self.match, self.actual_tools
+        )
 
 
 def _args_subset(expected: Any, actual: Any) -> bool:
@@ -230,16 +276,15 @@ class ToolCallAccuracyCodeScorer:
         return _explain_lenient_order(expected, calls, ok)
 
     # -- public API -------------------------------------------------------------------------------
-    def run(self, run: AgentRun, *, explain: bool = True) -> CodeScoreResult:
-        """Score one run. Pure and synchronous: no I/O, linear in the number of calls."""
+    def verdict(self, run: AgentRun) -> CodeVerdict:
+        """The score and the facts behind it, without building the pydantic result (hot path)."""
         if MASTRA_MESSAGES in run.conventions and (not run.input_messages or not run.output_messages):
             raise ValueError(EMPTY_RUN_ERROR)  # a Mastra-shaped run needs both sides, as in Mastra
         calls = run.scored_calls(self.include_framework_calls)
         ok = [self._args_ok(c) for c in calls] if self.args_match is not None else [True] * len(calls)
-        has_calls = bool(calls)
         correct_tool = self._single_passed(calls, ok) if self.expected_tool is not None else False
         correct_order = self._ordered_passed(calls, ok) if self.expected_tool_order is not None else None
-        if not has_calls:
+        if not calls:
             score = 0.0
         elif self.match != "ordered":
             score = 1.0 if self._multiset_passed(calls, ok) else 0.0
@@ -247,6 +292,22 @@ class ToolCallAccuracyCodeScorer:
             score = 1.0 if correct_order else 0.0
         else:
             score = 1.0 if correct_tool else 0.0
+        return CodeVerdict(
+            score=score,
+            actual_tools=[c.name for c in calls],
+            correct_tool_called=correct_tool,
+            correct_order_called=correct_order,
+            expected_tool=self.expected_tool,
+            expected_tool_order=self.expected_tool_order,
+            strict_mode=self.strict_mode,
+            match=self.match,
+            calls=calls,
+            ok=ok,
+        )
+
+    def result(self, run: AgentRun, verdict: CodeVerdict, *, explain: bool = True) -> CodeScoreResult:
+        """The full, Mastra-shaped result of a :meth:`verdict`."""
+        calls = verdict.calls
         infos = [
             ToolCallInfo(
                 tool_name=c.name,
@@ -258,20 +319,24 @@ class ToolCallAccuracyCodeScorer:
         ]
         return CodeScoreResult(
             run_id=run.run_id,
-            score=score,
+            score=verdict.score,
             match=self.match,
-            explanation=self._explain(calls, ok) if explain else [],
+            explanation=self._explain(calls, verdict.ok) if explain else [],
             preprocess_step_result=CodePreprocessResult(
                 expected_tool=self.expected_tool,
-                actual_tools=[c.name for c in calls],
+                actual_tools=verdict.actual_tools,
                 strict_mode=self.strict_mode,
                 expected_tool_order=self.expected_tool_order,
-                has_tool_calls=has_calls,
-                correct_tool_called=correct_tool,
-                correct_order_called=correct_order,
+                has_tool_calls=bool(calls),
+                correct_tool_called=verdict.correct_tool_called,
+                correct_order_called=verdict.correct_order_called,
                 tool_call_infos=infos,
             ),
         )
+
+    def run(self, run: AgentRun, *, explain: bool = True) -> CodeScoreResult:
+        """Score one run. Pure and synchronous: no I/O, linear in the number of calls."""
+        return self.result(run, self.verdict(run), explain=explain)
 
     async def arun(self, run: AgentRun, *, explain: bool = True) -> CodeScoreResult:
         return self.run(run, explain=explain)

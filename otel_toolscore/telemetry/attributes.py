@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scorers.code import CodeScoreResult
+from ..scorers.code import CodeVerdict
 from . import names as n
 
 __all__ = ["code_score_attributes", "openinference_annotation"]
 
 
-def code_score_attributes(result: CodeScoreResult, *, max_tools: int, call_count: int) -> dict[str, Any]:
+def code_score_attributes(result: CodeVerdict, *, max_tools: int, call_count: int) -> dict[str, Any]:
     """The ``toolscore.code.*`` attributes for a scored run (absent keys mean "not applicable")."""
-    p = result.preprocess_step_result
+    p = result
     attrs: dict[str, Any] = {
         n.CODE_SCORE: float(result.score),
         n.CODE_LABEL: result.label,
