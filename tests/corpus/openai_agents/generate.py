@@ -7,7 +7,8 @@ Usage (each instrumentation needs its own venv, see README.md):
 
 The model is the SDK's own ``OpenAIChatCompletionsModel`` (or, with ``--responses``, the default
 ``OpenAIResponsesModel``; output goes to ``<instrumentation>_responses/``) pointed at
-``fake_openai.FakeOpenAI`` on 127.0.0.1, so the SDK emits its real generation / response spans. The SDK's own trace upload is removed
+``fake_openai.FakeOpenAI`` on 127.0.0.1, so the SDK emits its real generation / response spans.
+``--no-content`` turns the instrumentation's content capture off (folder suffix ``_nocontent``). The SDK's own trace upload is removed
 (``set_trace_processors([])`` before instrumenting), so nothing leaves the machine.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata as md
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -195,7 +197,17 @@ SCENARIOS = ["single_tool", "multi_step", "parallel", "tool_error", "invalid_arg
              "agent_as_tool", "handoff"]
 
 
-def instrument(which: str, rec: Recorder) -> None:
+# Each instrumentation's own switch for "no prompts, arguments or results" (``--no-content``).
+NO_CONTENT_ENV = {
+    "openinference": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
+    "openllmetry": {"TRACELOOP_TRACE_CONTENT": "false"},
+    "otel_v2": {},  # passed as capture_message_content="no_content" below
+}
+
+
+def instrument(which: str, rec: Recorder, content: bool) -> None:
+    if not content:
+        os.environ.update(NO_CONTENT_ENV[which])
     set_trace_processors([])  # drop the SDK's default exporter to api.openai.com
     if which == "openinference":
         from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
@@ -214,16 +226,17 @@ def instrument(which: str, rec: Recorder) -> None:
         )
 
         ContribInstrumentor().instrument(tracer_provider=rec.tracer_provider,
-                                         capture_message_content="span_and_event",
+                                         capture_message_content="span_and_event" if content
+                                         else "no_content",
                                          capture_metrics=False)
 
 
-async def main(which: str, api: str, only: list[str]) -> None:
+async def main(which: str, api: str, content: bool, only: list[str]) -> None:
     rec = Recorder(service_name="corpus-openai-agents")
-    instrument(which, rec)
+    instrument(which, rec, content)
     versions = {p: md.version(p) for p in ("openai-agents", "openai", INSTRUMENTATIONS[which],
                                            "opentelemetry-sdk")}
-    out = HERE / (which if api == "chat" else f"{which}_responses")
+    out = HERE / (which + ("" if api == "chat" else "_responses") + ("" if content else "_nocontent"))
     with FakeOpenAI() as fake:
         scen = Scenarios(fake, api)
         for name in only or SCENARIOS:
@@ -231,7 +244,7 @@ async def main(which: str, api: str, only: list[str]) -> None:
             await asyncio.sleep(0.05)
             written = rec.write(out / name)
             truth = {"framework": "openai-agents", "instrumentation": INSTRUMENTATIONS[which],
-                     "versions": versions, "content_capture": True, "scenario": name,
+                     "versions": versions, "content_capture": content, "scenario": name,
                      "model_api": "responses" if api == "responses" else "chat_completions", "runs": runs,
                      "notes": notes or None}
             (out / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
@@ -239,7 +252,8 @@ async def main(which: str, api: str, only: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    # generate.py <instrumentation> [--responses] [scenario ...]
+    # generate.py <instrumentation> [--responses] [--no-content] [scenario ...]
     args = sys.argv[2:]
     api = "responses" if "--responses" in args else "chat"
-    asyncio.run(main(sys.argv[1], api, [a for a in args if not a.startswith("--")]))
+    asyncio.run(main(sys.argv[1], api, "--no-content" not in args,
+                     [a for a in args if not a.startswith("--")]))
