@@ -528,7 +528,8 @@ class Judge:
                     item.state = "abandoned"
                     abandoned += 1
             self._in_flight.clear()
-            self._skipped["abandoned"] += abandoned
+            if abandoned:
+                self._skipped["abandoned"] += abandoned
         self._stop.set()
         self._drain_signals()
         if abandoned and self._emitter is not None:
