@@ -10,7 +10,13 @@ Compared as follows:
 * content fields (query, answer, arguments, available tools) only where the truth states them and
   the recording captured content (``content_capture`` is not false): with capture off the truth
   describes what the agent did, not what the trace carries, and extraction never invents content;
-* ``call_id`` where the truth states one.
+* ``call_id`` where the truth states one;
+* an argument value the instrumentation redacted (Mastra's ``"[REDACTED]"``) matches any expected
+  value: the trace no longer holds the real one.
+
+``TRUTH_NOT_IN_TRACE`` lists truth values the recording's own README says appear nowhere in the trace;
+for those the test asserts what the trace does carry (nothing invented) and the discrepancy is
+reported to the corpus author, not hidden.
 """
 
 from __future__ import annotations
@@ -29,17 +35,35 @@ TRUTHS = sorted(CORPUS.glob("**/*.truth.json"))
 TRUTHS = [p for p in TRUTHS if "node_modules" not in p.parts]
 
 
+REDACTED = "[REDACTED]"
+
+#: (file, run index, field) -> (value the trace supports, why the truth differs)
+TRUTH_NOT_IN_TRACE: dict[tuple[str, int, str], tuple[Any, str]] = {
+    (f"vercel_ai/{v}_agent_multi_step.truth.json", 0, "agent_name"): (
+        None,
+        "ToolLoopAgent id 'weather-agent' appears nowhere in the trace (vercel_ai/README.md)",
+    )
+    for v in ("ai6", "ai7legacy", "ai7otel")
+}
+
+
 def _inputs(truth: Path) -> list[Path]:
     stem = truth.name[: -len(".truth.json")]
     return sorted(p for p in truth.parent.glob(stem + ".*") if p.name != truth.name and not p.name.endswith(".md"))
 
 
 def _args_equal(expected: Any, actual: Any) -> bool:
+    if actual == REDACTED:
+        return True
     if isinstance(actual, str) and not isinstance(expected, str):
         try:
             actual = json.loads(actual)
         except ValueError:
             return False
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        return expected.keys() == actual.keys() and all(_args_equal(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(expected) == len(actual) and all(_args_equal(e, a) for e, a in zip(expected, actual, strict=True))
     return bool(expected == actual)
 
 
@@ -61,6 +85,11 @@ def test_corpus_file_extracts_to_truth(truth_path: Path) -> None:
     names_by_id = {r.run_id: r.agent_name for r in runs}
     for n, (want, got) in enumerate(zip(expected_runs, runs, strict=True)):
         where = f"run {n} ({want.get('agent_name')})"
+        rel = str(truth_path.relative_to(CORPUS))
+        want = dict(want)
+        for (fname, index, field), (value, _why) in TRUTH_NOT_IN_TRACE.items():
+            if fname == rel and index == n:
+                want[field] = value
         if "agent_name" in want:
             assert got.agent_name == want["agent_name"], where
         if "parent_agent" in want:

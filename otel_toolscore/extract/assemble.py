@@ -312,11 +312,17 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
         if id(c) not in placed:
             calls.append(((c.start_time_unix_nano or 0, 0), c))
     calls.sort(key=lambda item: item[0])
+    tools: list[ToolDefinition] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
+    known = {t.name for t in tools}
+    if known:
+        for _, c in calls:
+            if c.source == "requested" and c.status == "ok" and c.name not in known and c.kind == "tool":
+                c.status = "error"  # the model asked for a tool the agent does not have
+                c.error_type = "unknown_tool"
     tool_calls = [c for _, c in calls if opts.include_framework_calls or c.kind != "framework"]
     tool_calls = tool_calls[: opts.max_calls_per_run]
 
     # -- run-level facts: the root first, then model spans, then anything inside ----------------
-    tools: list[ToolDefinition] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
     user_query = _first(f.user_query for f in root_facts) or _first(f.user_query for f in llm_facts)
     final_output = _first(f.final_output for f in root_facts) or _first(
         f.final_output for f in sorted(llm_facts, key=lambda f: -f.end_time_unix_nano)

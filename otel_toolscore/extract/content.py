@@ -23,6 +23,8 @@ __all__ = [
     "genai_input_messages",
     "genai_output_messages",
     "io_value_input",
+    "mastra_agent_output",
+    "mastra_step_output",
     "io_value_output",
     "log_event_body",
     "openinference_flat",
@@ -421,3 +423,24 @@ def adk_llm_response(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None
     data = _json(facts, value, "gcp.vertex.agent.llm_response")
     if isinstance(data, Mapping):
         _absorb_output(facts, parse_messages(data), opts, fallback=False)
+
+
+# -- Mastra OTel exporter ------------------------------------------------------------------------------
+def mastra_step_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """``mastra.model_step.output`` = ``{"text", "toolCalls": [{toolCallId, toolName, args}]}``: one
+    model step's requested calls (Mastra's ``chat`` spans carry none)."""
+    data = _json(facts, value, "mastra.model_step.output")
+    if isinstance(data, Mapping):
+        calls = [c for c in data.get("toolCalls") or () if isinstance(c, Mapping)]
+        text = data.get("text") if isinstance(data.get("text"), str) else ""
+        _absorb_output(facts, parse_messages({"role": "assistant", "content": text, "tool_calls": calls}), opts,
+                       fallback=False)
+
+
+def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """``mastra.agent_run.output`` = ``{"text": <answer>, "files": []}``."""
+    data = maybe_json(value)
+    if isinstance(data, Mapping) and isinstance(data.get("text"), str) and data["text"]:
+        facts.final_output = facts.final_output or data["text"]
+    elif isinstance(data, str) and data:
+        facts.final_output = facts.final_output or data

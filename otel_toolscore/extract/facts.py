@@ -117,11 +117,16 @@ class SpanFacts:
                 self.problems.append(f"span {self.span_id}: {parser.__name__} failed: {type(exc).__name__}: {exc}")
         self.deferred = []
         if self.tool_name is not None and self.role == "tool":
+            result = self._content(self.raw_result, opts, "result")
+            if self.status != "error" and _reports_error(self.raw_result):
+                # Mastra answers invalid arguments with status OK and {"error": true, "message": ...}
+                self.status = "error"
+                self.error_type = self.error_type or "tool_error"
             self.call = ToolCall.model_construct(
                 name=self.tool_name,
                 call_id=self.call_id,
                 arguments=self._content(self.raw_arguments, opts, "arguments"),
-                result=self._content(self.raw_result, opts, "result"),
+                result=result,
                 status="error" if self.status == "error" else "ok",
                 error_type=self.error_type,
                 kind="framework" if (self.framework or opts.is_framework(self.tool_name)) else "tool",
@@ -152,3 +157,12 @@ class SpanFacts:
             # LangChain callbacks via OpenLLMetry: {"input_str": "<python repr>", "tags", "metadata"}
             value = literal(value["input_str"])
         return truncate_value(value, opts.max_chars)
+
+
+def _reports_error(raw: Any) -> bool:
+    """A tool result that says the call failed: ``{"error": true, ...}`` / ``{"isError": true}``."""
+    if isinstance(raw, str):
+        if '"error"' not in raw and '"isError"' not in raw:
+            return False
+        raw = maybe_json(raw)
+    return isinstance(raw, Mapping) and (raw.get("error") is True or raw.get("isError") is True)

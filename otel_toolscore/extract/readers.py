@@ -19,6 +19,8 @@ from .content import (
     io_value_input,
     io_value_output,
     log_event_body,
+    mastra_agent_output,
+    mastra_step_output,
     openinference_flat,
     pydantic_all_messages,
     tool_definitions,
@@ -132,8 +134,8 @@ def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]
         _set_role(f, "tool")
     elif op in _LLM_OPS:
         _set_role(f, "llm")
-    elif op is not None:
-        _set_role(f, "other")
+    # other operations (create_agent, invoke_workflow, agent_step, custom values) leave the role to the
+    # framework readers below; a span nobody claims ends up "other"
     f.agent_name = f.agent_name or _str(a.get("gen_ai.agent.name"))
     f.agent_id = f.agent_id or _str(a.get("gen_ai.agent.id"))
     f.conversation_id = f.conversation_id or _str(a.get("gen_ai.conversation.id"))
@@ -307,6 +309,26 @@ def _adk(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) 
             f.raw_arguments = a.get("gcp.vertex.agent.tool_call_args")
         if f.raw_result is None:
             f.raw_result = a.get("gcp.vertex.agent.tool_response")
+
+
+def _mastra(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
+    stype = a.get("mastra.span.type")
+    if stype is None:
+        return
+    if "mastra" not in convs:
+        convs.append("mastra")
+    if stype == "model_step":
+        _set_role(f, "llm")
+        value = a.get("mastra.model_step.output")
+        if value is not None:
+            f.defer(mastra_step_output, value)
+    elif stype == "agent_run":
+        if "mastra.agent_run.input" in a:
+            f.defer(io_value_input, a["mastra.agent_run.input"])
+        if "mastra.agent_run.output" in a:
+            f.defer(mastra_agent_output, a["mastra.agent_run.output"])
+    # client_tool_call (an unknown tool: the requested call stands for it), model_generation,
+    # model_inference, model_chunk, mapping, workflow_*: no role of their own
     _set_role(f, "other")
 
 
@@ -341,7 +363,7 @@ def _defer_detail(f: SpanFacts, attrs: Mapping[str, Any]) -> None:
             f.defer(parser, value)
 
 
-_READERS = (_genai, _openinference, _traceloop, _vercel, _pydantic, _adk)
+_READERS = (_genai, _openinference, _traceloop, _vercel, _pydantic, _adk, _mastra)
 
 
 def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFacts | None:
@@ -377,8 +399,6 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
                 if tag not in convs:
                     convs.append(tag)
                 break
-    if "mastra.span.type" in a and "mastra" not in convs:
-        convs.append("mastra")
     if not f.role:
         f.role = "other"
     if f.role == "tool":
