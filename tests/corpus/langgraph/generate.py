@@ -3,6 +3,7 @@
 Usage (each instrumentation needs its own venv, see README.md):
     python tests/corpus/langgraph/generate.py openinference [scenario ...]
     python tests/corpus/langgraph/generate.py openllmetry [scenario ...]
+    (add ``--no-content`` to record with content capture off into ``<instrumentation>_nocontent/``)
 
 The model is ``ScriptedChatModel``, a langchain-core ``BaseChatModel`` that pops scripted AIMessages
 (with ``tool_calls`` ids ``call_<n>``) from a queue shared by all its instances; nothing leaves the machine.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +43,14 @@ def instrument(which: str, rec: Recorder) -> None:
 
 
 WHICH = sys.argv[1]
+# ``--no-content``: each instrumentation's own switch for "no prompts, arguments or results".
+CONTENT = "--no-content" not in sys.argv
+NO_CONTENT_ENV = {
+    "openinference": {"OPENINFERENCE_HIDE_INPUTS": "true", "OPENINFERENCE_HIDE_OUTPUTS": "true"},
+    "openllmetry": {"TRACELOOP_TRACE_CONTENT": "false"},
+}
+if not CONTENT:
+    os.environ.update(NO_CONTENT_ENV[WHICH])
 REC = Recorder(service_name="corpus-langgraph")
 instrument(WHICH, REC)
 
@@ -261,18 +271,18 @@ def main(only: list[str]) -> None:
     versions = {p: md.version(p) for p in ("langgraph", "langgraph-prebuilt", "langchain-core",
                                            "langchain", "langgraph-supervisor",
                                            INSTRUMENTATIONS[WHICH], "opentelemetry-sdk")}
-    out = HERE / WHICH
+    out = HERE / (WHICH if CONTENT else f"{WHICH}_nocontent")
     for fn in SCENARIOS:
         if only and fn.__name__ not in only:
             continue
         runs, notes = fn()
         written = REC.write(out / fn.__name__)
         truth = {"framework": "langgraph", "instrumentation": INSTRUMENTATIONS[WHICH],
-                 "versions": versions, "content_capture": True, "scenario": fn.__name__, "runs": runs,
+                 "versions": versions, "content_capture": CONTENT, "scenario": fn.__name__, "runs": runs,
                  "notes": notes or None}
         (out / f"{fn.__name__}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
         print(fn.__name__, [p.name for p in written])
 
 
 if __name__ == "__main__":
-    main(sys.argv[2:])
+    main([a for a in sys.argv[2:] if not a.startswith("--")])
