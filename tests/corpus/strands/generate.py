@@ -6,6 +6,8 @@ Usage:
 Variants (the environment is set before strands is imported, since its tracer reads it once):
     default               nothing set
     latest_experimental   OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental,gen_ai_tool_definitions
+    default_redacted      OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_unredacted_attributes=   (content redacted)
+    latest_redacted       latest_experimental + gen_ai_unredacted_attributes=            (content redacted)
 
 The model is ``ScriptedModel``, a strands ``Model`` provider that streams scripted turns as
 Bedrock-Converse-shaped stream events (tool-use ids ``tooluse_<n>``). Nothing leaves the machine.
@@ -29,6 +31,11 @@ VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
     "latest_experimental": {
         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental,gen_ai_tool_definitions"},
+    # Strands' content switch is its redaction opt-in: an empty allow-list redacts every
+    # sensitive attribute (messages, system instructions, tool arguments and results).
+    "default_redacted": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_unredacted_attributes="},
+    "latest_redacted": {"OTEL_SEMCONV_STABILITY_OPT_IN":
+                        "gen_ai_latest_experimental,gen_ai_tool_definitions,gen_ai_unredacted_attributes="},
 }
 VARIANT = sys.argv[1]
 os.environ.pop("OTEL_SEMCONV_STABILITY_OPT_IN", None)
@@ -252,7 +259,7 @@ async def main(only: list[str]) -> None:
         runs, notes = await fn()
         written = REC.write(out / fn.__name__)
         truth = {"framework": "strands-agents", "instrumentation": "strands-agents (built-in)",
-                 "versions": versions, "content_capture": True, "scenario": fn.__name__,
+                 "versions": versions, "content_capture": not VARIANT.endswith("_redacted"), "scenario": fn.__name__,
                  "environment": VARIANTS[VARIANT], "runs": runs, "notes": notes or None}
         (out / f"{fn.__name__}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
         print(fn.__name__, [p.name for p in written])
