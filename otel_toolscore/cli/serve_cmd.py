@@ -1,0 +1,94 @@
+"""``otel-toolscore serve``: the OTLP scoring service (see :mod:`otel_toolscore.service`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="receive OTLP traces and logs, score completed agent runs, export the scores over OTLP",
+        description=(
+            "Receives OTLP over gRPC and HTTP (protobuf and JSON), groups spans by trace, scores each completed "
+            "agent run with the same pipeline as the span processor, and exports evaluation events, metrics and "
+            "(with --forward) the received spans with score attributes over OTLP. Settings: flags > "
+            "OTEL_TOOLSCORE_SERVICE_* / OTEL_TOOLSCORE_* variables > --config file > defaults."
+        ),
+    )
+    p.add_argument("--config", metavar="FILE", help="YAML or TOML file with `service:` and `scoring:` sections")
+    g = p.add_argument_group("service")
+    g.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 in a container)")
+    g.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0: any free port)")
+    g.add_argument("--http-port", type=int, help="OTLP/HTTP port, also /healthz and /readyz (default 4318)")
+    g.add_argument("--quiet-period-ms", type=int, help="wait this long without new spans before scoring a complete trace")
+    g.add_argument("--hard-timeout-s", type=float, help="score a trace as it is this long after its first span")
+    g.add_argument("--max-pending-spans", type=int, help="spans buffered before requests are refused (retryable)")
+    g.add_argument("--max-pending-bytes", type=int, help="estimated bytes buffered before requests are refused")
+    g.add_argument("--max-request-bytes", type=int, help="largest request body accepted")
+    g.add_argument("--forward", action=argparse.BooleanOptionalAction, default=None,
+                   help="enrich-and-forward: export every received span, score attributes on run roots")
+    g.add_argument("--export", action=argparse.BooleanOptionalAction, default=None,
+                   help="export scores, metrics (and forwarded spans) over OTLP (default on when an endpoint is set)")
+    g.add_argument("--export-endpoint", help="OTLP endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
+    g.add_argument("--export-protocol", choices=("grpc", "http/protobuf"), help="export protocol (default grpc)")
+    g.add_argument("--drain-timeout-s", type=float, help="longest drain on SIGTERM")
+    s = p.add_argument_group("scoring")
+    s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
+    s.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
+    s.add_argument("--log-level", default="INFO", help="Python log level of the service (default INFO)")
+    p.set_defaults(func=run)
+
+
+_SERVICE_FLAGS = (
+    "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_s", "max_pending_spans", "max_pending_bytes",
+    "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_s",
+)
+_SCORING_FLAGS = ("rules", "expected_tool")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import ConfigError
+    from ..service import ScoringService, load_config
+
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(
+            config_file=args.config,
+            service_overrides={k: getattr(args, k) for k in _SERVICE_FLAGS},
+            scoring_overrides={k: getattr(args, k) for k in _SCORING_FLAGS},
+        )
+        service = ScoringService(config)
+    except (ConfigError, OSError) as exc:
+        print(f"otel-toolscore serve: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        service.start()
+    except OSError as exc:
+        print(f"otel-toolscore serve: {exc}", file=sys.stderr)
+        return 2
+    svc = config.service
+    # One machine-readable line: tests and scripts read the bound ports from it (ports may be 0).
+    print(json.dumps({"event": "listening", "host": svc.host, "grpc_port": service.grpc_port,
+                      "http_port": service.http_port, "forward": svc.forward}), flush=True)
+    while not stop.wait(0.5):
+        pass
+    service.shutdown()
+    print(json.dumps({"event": "stopped"}), flush=True)
+    return 0

@@ -1,0 +1,414 @@
+"""The scoring service: OTLP in, the processor's pipeline in the middle, OTLP out.
+
+Received spans are decoded into SDK ``ReadableSpan`` objects and buffered by trace
+(:mod:`.buffer`). When a trace is complete, one scorer thread replays it through a
+:class:`~otel_toolscore.online.processor.ToolScoreSpanProcessor` exactly as a live process would
+have run it (``on_start`` in start order, log facts, ``on_end`` in end order), so extraction,
+expectations, the code scorer, the judge, score attributes, events and metrics are the processor's
+own. In enrich-and-forward mode the processor's downstream exports every span, with the score
+attributes on each run's root.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import _logs, metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from .. import __version__
+from ..extract import SpanFacts, read_log
+from ..extract.records import log_views_from_proto
+from ..online.processor import ToolScoreSpanProcessor
+from ..telemetry import names
+from .buffer import PendingTrace, TraceBuffer
+from .decode import DecodedSpan, decode_spans, with_parent_remote
+from .settings import ServiceConfig
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from ..online.expectations import Expectation
+    from ..online.processor import ScoredRun
+
+__all__ = ["IntakeResult", "ScoringService"]
+
+_log = logging.getLogger(__name__)
+
+_ENDPOINT_VARS = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+)
+
+
+class IntakeResult:
+    """The answer to one export request: accepted (with how many items were rejected) or refused."""
+
+    __slots__ = ("accepted", "reason", "rejected")
+
+    def __init__(self, accepted: bool, reason: str | None = None, rejected: int = 0) -> None:
+        self.accepted = accepted
+        self.reason = reason  # why refused: overload, draining
+        self.rejected = rejected  # items of an accepted request that could not be used (no ids)
+
+
+def _exporters(endpoint: str | None, protocol: str) -> tuple[SpanExporter, Any, Any]:
+    """Span, metric and log OTLP exporters for ``protocol``; ``endpoint=None`` leaves them to OTEL_* variables."""
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        if endpoint is None:
+            return OTLPSpanExporter(), OTLPMetricExporter(), OTLPLogExporter()
+        insecure = not endpoint.startswith("https://")
+        return (
+            OTLPSpanExporter(endpoint=endpoint, insecure=insecure),
+            OTLPMetricExporter(endpoint=endpoint, insecure=insecure),
+            OTLPLogExporter(endpoint=endpoint, insecure=insecure),
+        )
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+
+    if endpoint is None:
+        return HttpSpanExporter(), HttpMetricExporter(), HttpLogExporter()
+    base = endpoint.rstrip("/")
+    return (
+        HttpSpanExporter(endpoint=f"{base}/v1/traces"),
+        HttpMetricExporter(endpoint=f"{base}/v1/metrics"),
+        HttpLogExporter(endpoint=f"{base}/v1/logs"),
+    )
+
+
+def service_resource() -> Resource:
+    """The service's own resource. OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win; a per-process
+    ``service.instance.id`` keeps the replicas' metric series apart."""
+    attrs: dict[str, Any] = {
+        "service.name": "otel-toolscore",
+        "service.version": __version__,
+        "service.instance.id": str(uuid.uuid4()),
+    }
+    for k, v in Resource.create().attributes.items():
+        if k == "service.name" and str(v).startswith("unknown_service"):
+            continue  # the SDK's placeholder, not a name the operator chose
+        attrs[k] = v
+    return Resource(attrs)
+
+
+class ScoringService:
+    """Buffers OTLP spans and log records by trace and scores each completed trace.
+
+    The receivers (:mod:`.receivers`) call :meth:`accept_spans` / :meth:`accept_logs`; :meth:`start`
+    starts them and the scorer thread; :meth:`shutdown` drains (refuse new data, score everything
+    buffered, flush the exports).
+
+    Args:
+        config: service and scoring settings (:func:`~otel_toolscore.service.settings.load_config`).
+        expectations: rules or a rules file (default: ``config.scoring.rules``).
+        judge: an optional LLM judge, passed to the processor.
+        meter_provider, logger_provider, span_exporter: injected outputs (tests, embedding);
+            by default they are built from the export settings.
+        on_scored: called with every :class:`~otel_toolscore.online.processor.ScoredRun`.
+    """
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        *,
+        expectations: Sequence[Expectation] | str | Path | None = None,
+        judge: Any = None,
+        meter_provider: MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
+        span_exporter: SpanExporter | None = None,
+        on_scored: Callable[[ScoredRun], None] | None = None,
+    ) -> None:
+        self.config = config
+        svc = config.service
+        self._owned: list[Any] = []  # providers built here, shut down here
+        self._build_outputs(meter_provider, logger_provider, span_exporter)
+        downstream: SpanProcessor | None = None
+        if svc.forward and self._span_exporter is not None:
+            downstream = BatchSpanProcessor(self._span_exporter)
+        self.processor = ToolScoreSpanProcessor(
+            downstream,
+            expectations=expectations,
+            judge=judge,
+            meter_provider=self.meter_provider,
+            logger_provider=self.logger_provider,
+            settings=config.scoring,
+            on_scored=on_scored,
+        )
+        # A forward-only exporter for late spans (their trace was scored already): straight out.
+        self._late_downstream = downstream
+        self.buffer = TraceBuffer(
+            max_spans=svc.max_pending_spans,
+            max_bytes=svc.max_pending_bytes,
+            quiet_period_s=svc.quiet_period_ms / 1000,
+            hard_timeout_s=svc.hard_timeout_s,
+            recent_traces=svc.recent_traces,
+        )
+        self._instruments()
+        self._stop = threading.Event()
+        self._draining = False
+        self._started = False
+        self._scorer = threading.Thread(target=self._run_scorer, name="otel-toolscore-service-scorer", daemon=True)
+        self._score_lock = threading.Lock()
+        self._receivers: list[Any] = []
+
+    # -- outputs ----------------------------------------------------------------------------------------
+    def _build_outputs(
+        self, meter_provider: MeterProvider | None, logger_provider: LoggerProvider | None, span_exporter: SpanExporter | None
+    ) -> None:
+        svc = self.config.service
+        endpoint_known = bool(svc.export_endpoint) or any(os.environ.get(v) for v in _ENDPOINT_VARS)
+        exporting = svc.export and endpoint_known and (meter_provider is None or logger_provider is None or span_exporter is None)
+        if svc.export and not endpoint_known and (meter_provider is None or logger_provider is None):
+            _log.warning(
+                "otel-toolscore serve: no export endpoint (--export-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT): "
+                "scores are not exported"
+            )
+        protocol = svc.export_protocol or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").strip().lower()
+        if protocol == "http":
+            protocol = "http/protobuf"
+        spans_out = metrics_out = logs_out = None
+        if exporting:
+            spans_out, metrics_out, logs_out = _exporters(svc.export_endpoint, protocol)
+        resource = service_resource()
+        if meter_provider is None:
+            readers = []
+            if metrics_out is not None:
+                readers.append(PeriodicExportingMetricReader(metrics_out, export_interval_millis=svc.metric_export_interval_ms))
+            meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+            self._owned.append(meter_provider)
+        if logger_provider is None:
+            logger_provider = LoggerProvider(resource=resource)
+            if logs_out is not None:
+                logger_provider.add_log_record_processor(BatchLogRecordProcessor(logs_out))
+            self._owned.append(logger_provider)
+        self.meter_provider: metrics.MeterProvider = meter_provider
+        self.logger_provider: _logs.LoggerProvider = logger_provider
+        self._span_exporter = span_exporter if span_exporter is not None else spans_out
+
+    def _instruments(self) -> None:
+        meter = self.meter_provider.get_meter(names.SCOPE_NAME, __version__)
+        self._received = meter.create_counter(
+            names.METRIC_SERVICE_RECEIVED, unit="{item}", description="Spans and log records the service accepted, by signal."
+        )
+        self._refused = meter.create_counter(
+            names.METRIC_SERVICE_REFUSED,
+            unit="{item}",
+            description="Spans and log records refused (the sender keeps them and retries), by signal and reason.",
+        )
+        self._traces = meter.create_counter(
+            names.METRIC_SERVICE_TRACES, unit="{trace}", description="Buffered traces scored, by why they were taken."
+        )
+        buffer_ref = self  # read at collection time
+
+        def pending_spans(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(buffer_ref.buffer.spans)]
+
+        def pending_bytes(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(buffer_ref.buffer.bytes)]
+
+        meter.create_observable_gauge(
+            names.METRIC_SERVICE_PENDING_SPANS, [pending_spans], unit="{span}", description="Spans buffered by the service."
+        )
+        meter.create_observable_gauge(
+            names.METRIC_SERVICE_PENDING_BYTES,
+            [pending_bytes],
+            unit="By",
+            description="Estimated bytes buffered by the service (encoded size plus per-span overhead).",
+        )
+
+    # -- intake (called by the receivers, on their threads) --------------------------------------------
+    @property
+    def draining(self) -> bool:
+        return self._draining
+
+    @property
+    def ready(self) -> bool:
+        return self._started and not self._draining and not self.buffer.saturated
+
+    def refuse(self, signal: str, reason: str, count: int) -> None:
+        """Count items refused before decoding (invalid or too-large bodies)."""
+        if count > 0:
+            self._refused.add(count, {names.ATTR_SIGNAL: signal, names.ATTR_REASON: reason})
+
+    def accept_spans(self, request: ExportTraceServiceRequest) -> IntakeResult:
+        decoded = list(decode_spans(request))
+        total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        invalid = total - len(decoded)
+        if self._draining:
+            self.refuse("spans", "draining", total)
+            return IntakeResult(False, "draining")
+        admission = self.buffer.add_spans(decoded)
+        if not admission.accepted:
+            self.refuse("spans", "overload", total)
+            return IntakeResult(False, "overload")
+        if invalid:
+            self.processor.emitter.count_drop("invalid_span", invalid)
+        if decoded:
+            self._received.add(len(decoded), {names.ATTR_SIGNAL: "spans"})
+        if admission.late:
+            self._late(admission.late)
+        return IntakeResult(True, rejected=invalid)
+
+    def _late(self, late: list[DecodedSpan]) -> None:
+        """Spans of a trace already scored: forwarded unscored (enrich-and-forward), counted."""
+        self.processor.emitter.count_drop("late_span", len(late))
+        if self._late_downstream is not None:
+            for d in late:
+                try:
+                    self._late_downstream.on_end(d.span)
+                except Exception:
+                    self.processor.emitter.count_drop("downstream_error")
+
+    def accept_logs(self, request: ExportLogsServiceRequest) -> IntakeResult:
+        total = sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
+        if self._draining:
+            self.refuse("logs", "draining", total)
+            return IntakeResult(False, "draining")
+        options = self.processor._extract_options  # the same options the processor reads spans with
+        kept: list[tuple[int, SpanFacts]] = []
+        for view in log_views_from_proto(request):
+            if not view.trace_id:
+                continue  # outside any trace: nothing to attach it to (not ours to store)
+            try:
+                facts = read_log(view, options)
+            except Exception:
+                self.processor.emitter.count_drop("malformed_span")
+                continue
+            if facts is not None:
+                kept.append((int(view.trace_id, 16), facts))
+        accepted, late = self.buffer.add_log_facts(kept)
+        if not accepted:
+            self.refuse("logs", "overload", total)
+            return IntakeResult(False, "overload")
+        if total:
+            self._received.add(total, {names.ATTR_SIGNAL: "logs"})
+        if late:
+            self.processor.emitter.count_drop("late_log", late)
+        return IntakeResult(True)
+
+    # -- scoring ----------------------------------------------------------------------------------------
+    def _run_scorer(self) -> None:
+        quiet = self.config.service.quiet_period_ms / 1000
+        tick = min(0.05, max(0.005, quiet / 4))
+        while not self._stop.wait(tick):
+            try:
+                self.score_due()
+            except Exception:
+                _log.exception("otel-toolscore serve: scoring failed")
+
+    def score_due(self, *, everything: bool = False) -> int:
+        """Score the traces that are due now (all of them with ``everything``); how many."""
+        with self._score_lock:
+            due = self.buffer.take_due(everything=everything)
+            for trace, why in due:
+                try:
+                    self._replay(trace)
+                finally:
+                    self.buffer.release(trace)
+                    self._traces.add(1, {names.ATTR_OUTCOME: why})
+            return len(due)
+
+    def _replay(self, trace: PendingTrace) -> None:
+        """Run the trace through the processor as the live process ran it."""
+        p = self.processor
+        if not trace.spans:
+            # Log records whose spans never came: nothing to score them against.
+            p.emitter.count_drop("orphan_logs", len(trace.log_facts))
+            return
+        ids = trace.ids
+        parents: dict[int, int | None] = {}
+        spans = []
+        for d in trace.spans:
+            parents[d.span_id] = d.parent_id
+            # Senders that do not mark remote parents: a parent this trace does not hold is taken
+            # as remote, so the span bounds its runs as the process-local root did.
+            remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
+            spans.append(with_parent_remote(d.span, bool(remote)))
+        depth = {d.span_id: _depth(d.span_id, parents) for d in trace.spans}
+        by_start = sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
+        for s in by_start:
+            p.on_start(s, None)  # type: ignore[arg-type,unused-ignore]  # reads a ReadableSpan's fields only
+        for facts in trace.log_facts:
+            p.add_log_facts(facts)
+        by_end = sorted(spans, key=lambda s: (s.end_time or 0, -depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
+        for s in by_end:
+            p.on_end(s)
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the scorer thread and the OTLP receivers."""
+        from .receivers import GrpcReceiver, HttpReceiver
+
+        svc = self.config.service
+        self._scorer.start()
+        self._receivers = [GrpcReceiver(self, svc), HttpReceiver(self, svc)]
+        try:
+            for r in self._receivers:
+                r.start()
+        except Exception:
+            self.shutdown()
+            raise
+        self._started = True
+
+    @property
+    def grpc_port(self) -> int:
+        return int(self._receivers[0].port)
+
+    @property
+    def http_port(self) -> int:
+        return int(self._receivers[1].port)
+
+    def shutdown(self, timeout_s: float | None = None) -> None:
+        """Drain: refuse new data, finish in-flight requests, score everything buffered, flush exports."""
+        if self._stop.is_set():
+            return
+        budget = self.config.service.drain_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + budget
+        self._draining = True
+        grpc_recv = self._receivers[0] if self._receivers else None
+        if grpc_recv is not None:
+            grpc_recv.stop(grace=min(2.0, budget / 4))
+        self._stop.set()
+        if self._scorer.is_alive():
+            self._scorer.join(timeout=max(0.1, deadline - time.monotonic()))
+        self.score_due(everything=True)
+        self.processor.shutdown()
+        for provider in self._owned:
+            try:
+                provider.shutdown()
+            except Exception:
+                _log.debug("provider shutdown failed", exc_info=True)
+        # The HTTP receiver last: /healthz answers while draining.
+        for r in self._receivers[1:]:
+            r.stop(grace=0)
+
+
+def _depth(span_id: int, parents: dict[int, int | None]) -> int:
+    d = 0
+    cur = parents.get(span_id)
+    while cur is not None and cur in parents and d < 10_000:
+        d += 1
+        cur = parents[cur]
+    return d

@@ -1,0 +1,179 @@
+"""Settings of ``otel-toolscore serve``: flags > ``OTEL_TOOLSCORE_SERVICE_*`` > config file > defaults.
+
+The scoring settings (limits, expectations, what is written) are the processor's
+:class:`~otel_toolscore.config.Settings`, read from ``OTEL_TOOLSCORE_*``; this model holds only what
+the service adds: where it listens, when a trace counts as complete, how much it buffers, where it
+exports. An unknown ``OTEL_TOOLSCORE_SERVICE_*`` variable or config-file key fails at start with a
+message naming it, as the processor's settings do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..config import ENV_PREFIX, ConfigError, Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["SERVICE_ENV_PREFIX", "ServiceConfig", "ServiceSettings", "load_config"]
+
+SERVICE_ENV_PREFIX = ENV_PREFIX + "SERVICE_"
+
+#: Default OTLP ports: the standard ones, so a Collector's ``otlp`` exporter or the
+#: ``loadbalancing`` exporter (whose DNS resolver defaults to port 4317) reaches the service as-is.
+DEFAULT_GRPC_PORT = 4317
+DEFAULT_HTTP_PORT = 4318
+
+
+class ServiceSettings(BaseModel):
+    """What the scoring service adds to the processor's settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field("127.0.0.1", description="Address the OTLP receivers bind (use 0.0.0.0 in a container).")
+    grpc_port: int = Field(DEFAULT_GRPC_PORT, ge=0, le=65535, description="OTLP/gRPC port (0: any free port).")
+    http_port: int = Field(
+        DEFAULT_HTTP_PORT, ge=0, le=65535, description="OTLP/HTTP port, also /healthz and /readyz (0: any free port)."
+    )
+    quiet_period_ms: int = Field(
+        500, ge=0, le=600_000,
+        description="A trace whose root has arrived and has no missing parent is scored after this long without new spans.",
+    )
+    hard_timeout_s: float = Field(
+        30.0, gt=0, le=86_400, description="A trace still incomplete this long after its first span is scored as it is."
+    )
+    max_pending_spans: int = Field(
+        200_000, ge=1, le=100_000_000, description="Spans buffered at once; past it requests are refused (retryable)."
+    )
+    max_pending_bytes: int = Field(
+        256 * 1024 * 1024, ge=1024, le=1 << 40,
+        description="Estimated bytes buffered at once (encoded size plus per-span overhead); past it requests are refused.",
+    )
+    max_request_bytes: int = Field(
+        16 * 1024 * 1024, ge=1024, le=1 << 32, description="Largest OTLP request body accepted (HTTP and gRPC)."
+    )
+    retry_after_s: int = Field(2, ge=1, le=3600, description="Retry delay advertised when refusing under overload.")
+    forward: bool = Field(
+        False, description="Enrich-and-forward: export every received span, with score attributes on run roots."
+    )
+    export_endpoint: str | None = Field(
+        None, description="OTLP endpoint for scores, metrics and forwarded spans (default: OTEL_EXPORTER_OTLP_* variables)."
+    )
+    export_protocol: Literal["grpc", "http/protobuf"] | None = Field(
+        None, description="Export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)."
+    )
+    export: bool = Field(True, description="Export over OTLP at all (off: scores are only counted and logged).")
+    metric_export_interval_ms: int = Field(10_000, ge=100, le=3_600_000, description="Metric export period.")
+    drain_timeout_s: float = Field(10.0, gt=0, le=600, description="Longest SIGTERM drain before exiting.")
+    recent_traces: int = Field(
+        100_000, ge=0, le=10_000_000, description="Completed trace ids remembered to recognise late spans."
+    )
+
+    @classmethod
+    def env_name(cls, field: str) -> str:
+        return SERVICE_ENV_PREFIX + field.upper()
+
+
+class ServiceConfig(BaseModel):
+    """Both halves, as the service runs with them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    service: ServiceSettings
+    scoring: Settings
+
+
+def _read_file(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    text = p.read_text(encoding="utf-8")
+    try:
+        doc: Any = tomllib.loads(text) if p.suffix.lower() == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"config file {p}: {exc}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"config file {p}: expected a mapping with `service` and/or `scoring` sections")
+    unknown = set(doc) - {"service", "scoring"}
+    if unknown:
+        raise ConfigError(f"config file {p}: unknown section {sorted(unknown)[0]!r} (known: service, scoring)")
+    for section in ("service", "scoring"):
+        if not isinstance(doc.get(section, {}), dict):
+            raise ConfigError(f"config file {p}: section {section!r} must be a mapping")
+    return doc
+
+
+def _service_env(env: Mapping[str, str]) -> dict[str, Any]:
+    known = {ServiceSettings.env_name(n): n for n in ServiceSettings.model_fields}
+    values: dict[str, Any] = {}
+    for key, raw in env.items():
+        if not key.startswith(SERVICE_ENV_PREFIX):
+            continue
+        name = known.get(key)
+        if name is None:
+            raise ConfigError(f"unknown setting {key}; known service settings: {', '.join(sorted(known))}")
+        value: Any = raw.strip()
+        if value == "" and name in ("export_endpoint", "export_protocol"):
+            value = None
+        values[name] = value
+    return values
+
+
+def _build(model: type[BaseModel], values: Mapping[str, Any], where: Mapping[str, str]) -> Any:
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "settings"
+        raise ConfigError(f"invalid setting {where.get(loc, loc)} ({loc}): {err['msg']}") from None
+
+
+def load_config(
+    *,
+    config_file: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    service_overrides: Mapping[str, Any] | None = None,
+    scoring_overrides: Mapping[str, Any] | None = None,
+) -> ServiceConfig:
+    """Merge defaults < config file < environment < explicit overrides (flags), per key."""
+    env = os.environ if environ is None else environ
+    doc = _read_file(config_file) if config_file else {}
+    flags_svc = {k: v for k, v in (service_overrides or {}).items() if v is not None}
+    flags_sc = {k: v for k, v in (scoring_overrides or {}).items() if v is not None}
+
+    svc_values: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for k in doc.get("service", {}):
+        where[k] = f"service.{k} in {config_file}"
+    svc_values.update(doc.get("service", {}))
+    env_svc = _service_env(env)
+    svc_values.update(env_svc)
+    where.update({k: ServiceSettings.env_name(k) for k in env_svc})
+    svc_values.update(flags_svc)
+    where.update({k: f"--{k.replace('_', '-')}" for k in flags_svc})
+    unknown = set(svc_values) - set(ServiceSettings.model_fields)
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"unknown setting {where.get(key, key)!s} ({key})")
+    service = _build(ServiceSettings, svc_values, where)
+
+    # Scoring: the processor's own reader checks OTEL_TOOLSCORE_* (unknown keys fail there, naming them).
+    from_env = Settings.from_env(env)
+    env_sc = {k: getattr(from_env, k) for k in from_env.model_fields_set}
+    file_sc = dict(doc.get("scoring", {}))
+    unknown = set(file_sc) - set(Settings.model_fields)
+    if unknown:
+        raise ConfigError(f"unknown setting scoring.{sorted(unknown)[0]} in {config_file}")
+    merged = {**file_sc, **env_sc, **flags_sc}
+    scoring = Settings.from_env({}, **merged)
+    return ServiceConfig(service=service, scoring=scoring)

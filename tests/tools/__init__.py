@@ -1,0 +1,1 @@
+"""Test helpers for the scoring service, the collector and the alert rules (external tools, OTLP capture)."""
