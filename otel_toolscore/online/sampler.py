@@ -272,7 +272,8 @@ class JudgeSampler:
             return "ratio"
         if flag:
             return "flag"
-        if self.always_when_code_fails and scored.result is not None and scored.result.score < 1.0:
+        code_score = scored.score  # the verdict's score: never builds the full result here
+        if self.always_when_code_fails and code_score is not None and code_score < 1.0:
             return "code_fail"
         if new_sequence:
             return "new_sequence"
