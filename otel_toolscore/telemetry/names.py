@@ -126,19 +126,3 @@ SERVICE_REFUSE_REASONS: Final = ("overload", "draining", "invalid", "too_large")
 SERVICE_TRACE_OUTCOMES: Final = ("complete", "timeout", "drained")
 # Drop reasons the service adds to `toolscore.dropped` (a span or log record that was not scored).
 SERVICE_DROP_REASONS: Final = ("late_log", "orphan_logs", "invalid_span")
-
-# -- the scoring service (`otel-toolscore serve`) -------------------------------------------------------
-METRIC_SERVICE_RECEIVED: Final = "toolscore.service.received"
-METRIC_SERVICE_REFUSED: Final = "toolscore.service.refused"
-METRIC_SERVICE_TRACES: Final = "toolscore.service.traces"
-METRIC_SERVICE_PENDING_SPANS: Final = "toolscore.service.pending_spans"
-METRIC_SERVICE_PENDING_BYTES: Final = "toolscore.service.pending_bytes"
-ATTR_SIGNAL: Final = "toolscore.signal"
-SERVICE_SIGNALS: Final = ("spans", "logs")
-# Why a request was refused (the sender keeps the data and retries for the retryable ones).
-SERVICE_REFUSE_REASONS: Final = ("overload", "draining", "invalid", "too_large")
-# How a buffered trace left the service's buffer: complete (root ended, nothing missing, quiet
-# period over), timeout (scored as it was at the hard timeout), drained (scored at shutdown).
-SERVICE_TRACE_OUTCOMES: Final = ("complete", "timeout", "drained")
-# Drop reasons the service adds to `toolscore.dropped` (a span or log record that was not scored).
-SERVICE_DROP_REASONS: Final = ("late_log", "orphan_logs", "invalid_span")
