@@ -28,6 +28,7 @@ __all__ = [
     "io_value_output",
     "log_event_body",
     "openinference_flat",
+    "openinference_output_value",
     "pydantic_all_messages",
     "tool_definitions",
     "traceloop_args",
@@ -444,3 +445,22 @@ def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
         facts.final_output = facts.final_output or data["text"]
     elif isinstance(data, str) and data:
         facts.final_output = facts.final_output or data
+
+
+def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """An LLM span's ``output.value`` (the raw response JSON): fills arguments the flattened
+    ``llm.output_messages.*`` keys left out (openai-agents drops ``{}``), or the calls themselves."""
+    data = maybe_json(value)
+    if not isinstance(data, (Mapping, list)):
+        return
+    pm = parse_messages(data)
+    if not pm.calls:
+        return
+    if not facts.requested:
+        facts.requested.extend(_requested(facts, pm, opts))
+        return
+    by_id = {raw.call_id: raw for raw in pm.calls if raw.call_id}
+    for call in facts.requested:
+        raw = by_id.get(call.call_id) if call.call_id else None
+        if raw is not None and call.arguments is None and opts.capture_content:
+            call.arguments = truncate_value(maybe_json(raw.arguments), opts.max_chars)

@@ -22,6 +22,7 @@ from .content import (
     mastra_agent_output,
     mastra_step_output,
     openinference_flat,
+    openinference_output_value,
     pydantic_all_messages,
     tool_definitions,
     traceloop_args,
@@ -178,6 +179,8 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
         f.raw_result = a.get("output.value")
     elif kind == "LLM":
         f.defer(openinference_flat, a)
+        if "output.value" in a:
+            f.defer(openinference_output_value, a["output.value"])
     elif f.role in ("agent", "other"):
         if "input.value" in a:
             f.defer(io_value_input, a["input.value"])

@@ -179,7 +179,10 @@ def _call_from(entry: Mapping[str, Any]) -> RawCall | None:
         name = entry.get("name") or entry.get("toolName") or entry.get("tool_name")
         if not name:
             return None
-        call_id = entry.get("id", entry.get("toolCallId", entry.get("call_id", entry.get("tool_call_id"))))
+        if etype == "function_call":  # OpenAI Responses item: "id" is the item id, "call_id" the call's
+            call_id = entry.get("call_id", entry.get("id"))
+        else:
+            call_id = entry.get("id", entry.get("toolCallId", entry.get("call_id", entry.get("tool_call_id"))))
         args = entry.get("arguments", entry.get("args", entry.get("input")))
         return RawCall(str(name), clean_id(call_id), args)
     if etype is None and ("toolCallType" in entry or "toolCallId" in entry):  # ai.response.toolCalls entries
@@ -243,6 +246,8 @@ def iter_messages(data: Any) -> Iterator[Mapping[str, Any]]:
             yield data["message"]
         elif isinstance(data.get("messages"), list):
             yield from iter_messages(data["messages"])
+        elif isinstance(data.get("output"), list) and "object" in data:  # an OpenAI Responses object
+            yield {"role": "assistant", "content": data["output"]}
         elif isinstance(data.get("contents"), list):  # Gemini / ADK llm_request
             yield from iter_messages(data["contents"])
         elif isinstance(data.get("content"), Mapping):  # ADK llm_response
