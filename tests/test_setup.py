@@ -1,0 +1,109 @@
+"""Putting the processor in place: install() on an existing provider, configure(), zero-code hook."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolscore import Expectation, ToolScoreSpanProcessor, configure, install
+from otel_toolscore.scripted import run_scripted_agent
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _quiet_providers() -> dict[str, Any]:
+    return {"meter_provider": MeterProvider(), "logger_provider": LoggerProvider()}
+
+
+def test_install_wraps_existing_export_processors() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    processor = install(provider, expectations=[Expectation(expected_tool="get_weather")], **_quiet_providers())
+    assert isinstance(processor, ToolScoreSpanProcessor)
+    assert install(provider) is processor  # idempotent
+    run_scripted_agent(provider.get_tracer("t"), "a", "q", ["get_weather"])
+    provider.force_flush()
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 3  # exported once each: the batch processor is now downstream only
+    (root,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert root.attributes["toolscore.code.score"] == 1.0
+    provider.shutdown()
+
+
+def test_install_without_export_processor_falls_back_to_events(caplog: Any) -> None:
+    provider = TracerProvider()
+    processor = install(provider, expectations=[Expectation(expected_tool="x")], **_quiet_providers())
+    assert processor.downstream is None
+    assert "events and metrics only" in caplog.text
+    provider.shutdown()
+
+
+def test_configure_without_export_builds_working_providers() -> None:
+    exporter = InMemorySpanExporter()
+    installed = configure(
+        export=False,
+        set_global=False,
+        extra_span_processors=[SimpleSpanProcessor(exporter)],
+        expectations=[Expectation(expected_tool="lookup")],
+    )
+    run_scripted_agent(installed.tracer_provider.get_tracer("t"), "a", "q", ["lookup"])
+    installed.shutdown()
+    (root,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert root.attributes["toolscore.code.label"] == "pass"
+
+
+def test_zero_code_under_opentelemetry_instrument(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(
+        textwrap.dedent(
+            """
+            from opentelemetry import trace
+            from otel_toolscore.scripted import run_scripted_agent
+            run_scripted_agent(trace.get_tracer("app"), "weather_agent", "q", ["get_weather"])
+            """
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+    env.update(
+        OTEL_TOOLSCORE_EXPECTED_TOOL="get_weather",
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="console",
+        OTEL_SERVICE_NAME="zero-code-test",
+    )
+    bindir = Path(sys.executable).parent
+    out = subprocess.run(
+        [str(bindir / "opentelemetry-instrument"), sys.executable, str(app)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert '"toolscore.code.score": 1.0' in text
+    assert '"gen_ai.evaluation.name": "tool_call_accuracy"' in text
+    # Turned off by its switch.
+    env["OTEL_TOOLSCORE_ENABLED"] = "false"
+    out = subprocess.run(
+        [str(bindir / "opentelemetry-instrument"), sys.executable, str(app)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "toolscore.code.score" not in out.stdout
