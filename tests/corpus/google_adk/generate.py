@@ -31,16 +31,24 @@ VARIANTS: dict[str, dict[str, str]] = {
     "v2_default": {},
     "v2_content": {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT"},
     "v1_legacy": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
-    "v1_experimental": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1",
-                        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-                        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT"},
+    "v1_experimental": {
+        "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1",
+        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT",
+    },
 }
 CONTENT = {"v2_default": False, "v2_content": True, "v1_legacy": True, "v1_experimental": True}
 
 VARIANT = sys.argv[1]
-for key in ("ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN", "OTEL_SEMCONV_STABILITY_OPT_IN",
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS",
-            "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+for key in (
+    "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN",
+    "OTEL_SEMCONV_STABILITY_OPT_IN",
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+):
     os.environ.pop(key, None)
 os.environ.update(VARIANTS[VARIANT])
 
@@ -67,8 +75,9 @@ class ScriptedLlm(BaseLlm):
     def capabilities(self) -> LlmCapabilities:
         return LlmCapabilities(output_schema_and_tools=False)
 
-    async def generate_content_async(self, llm_request: LlmRequest,
-                                     stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
         turn = SCRIPT.pop(0)
         if isinstance(turn, str):
             parts = [types.Part(text=turn)]
@@ -78,7 +87,9 @@ class ScriptedLlm(BaseLlm):
             content=types.Content(role="model", parts=parts),
             finish_reason=types.FinishReason.STOP,
             usage_metadata=types.GenerateContentResponseUsageMetadata(
-                prompt_token_count=20, candidates_token_count=10, total_token_count=30))
+                prompt_token_count=20, candidates_token_count=10, total_token_count=30
+            ),
+        )
 
 
 WEATHER = {"Paris": "18C, cloudy", "Tokyo": "25C, sunny"}
@@ -104,37 +115,57 @@ def get_stock_price(symbol: str) -> str:
     raise RuntimeError(f"quote service unavailable for {symbol}")
 
 
-def report_tool_error(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext,
-                      error: Exception) -> dict[str, Any]:
+def report_tool_error(
+    tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, error: Exception
+) -> dict[str, Any]:
     """on_tool_error_callback: hand the error to the model instead of failing the run."""
     return {"error": f"{type(error).__name__}: {error}"}
 
 
 def agent(name: str, tools: list[Any], **kw: Any) -> LlmAgent:
-    return LlmAgent(name=name, model=ScriptedLlm(), instruction=f"You are the {name}.",
-                    description=f"The {name}.", tools=tools, **kw)
+    return LlmAgent(
+        name=name,
+        model=ScriptedLlm(),
+        instruction=f"You are the {name}.",
+        description=f"The {name}.",
+        tools=tools,
+        **kw,
+    )
 
 
 def call(name: str, arguments: dict[str, Any], status: str = "ok", kind: str = "tool") -> dict[str, Any]:
     return {"name": name, "arguments": arguments, "status": status, "kind": kind}
 
 
-def run(agent_name: str, query: str, final: str | None, tools: list[str], calls: list[dict[str, Any]],
-        parent: str | None = None) -> dict[str, Any]:
-    return {"agent_name": agent_name, "user_query": query, "final_output": final,
-            "parent_agent": parent, "available_tools": tools, "tool_calls": calls}
+def run(
+    agent_name: str,
+    query: str,
+    final: str | None,
+    tools: list[str],
+    calls: list[dict[str, Any]],
+    parent: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "agent_name": agent_name,
+        "user_query": query,
+        "final_output": final,
+        "parent_agent": parent,
+        "available_tools": tools,
+        "tool_calls": calls,
+    }
 
 
 async def go(root: LlmAgent, query: str, script: list[Turn], expect_error: bool = False) -> str | None:
     SCRIPT[:] = script
     runner = InMemoryRunner(agent=root, app_name="corpus")
-    session = await runner.session_service.create_session(app_name="corpus", user_id="user-1",
-                                                          session_id="session-1")
+    session = await runner.session_service.create_session(app_name="corpus", user_id="user-1", session_id="session-1")
     final = None
     try:
         async for event in runner.run_async(
-                user_id="user-1", session_id=session.id,
-                new_message=types.Content(role="user", parts=[types.Part(text=query)])):
+            user_id="user-1",
+            session_id=session.id,
+            new_message=types.Content(role="user", parts=[types.Part(text=query)]),
+        ):
             if event.is_final_response() and event.content and event.content.parts:
                 final = "".join(p.text or "" for p in event.content.parts) or final
     except RuntimeError:
@@ -146,61 +177,106 @@ async def go(root: LlmAgent, query: str, script: list[Turn], expect_error: bool 
 
 async def single_tool() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
-    assert await go(agent("weather_agent", [get_weather]), q,
-                    [[("get_weather", {"city": "Paris"})], final]) == final
+    assert await go(agent("weather_agent", [get_weather]), q, [[("get_weather", {"city": "Paris"})], final]) == final
     return [run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Paris"})])], ""
 
 
 async def multi_step() -> tuple[list[dict[str, Any]], str]:
     q, final = "Book me the first flight from Paris to Rome.", "Booked AF123 (confirmation ZX9)."
-    await go(agent("travel_agent", [search_flights, book_flight]), q, [
-        [("search_flights", {"origin": "Paris", "destination": "Rome"})],
-        [("book_flight", {"flight_id": "AF123"})], final])
-    return [run("travel_agent", q, final, ["search_flights", "book_flight"], [
-        call("search_flights", {"origin": "Paris", "destination": "Rome"}),
-        call("book_flight", {"flight_id": "AF123"})])], ""
+    await go(
+        agent("travel_agent", [search_flights, book_flight]),
+        q,
+        [
+            [("search_flights", {"origin": "Paris", "destination": "Rome"})],
+            [("book_flight", {"flight_id": "AF123"})],
+            final,
+        ],
+    )
+    return [
+        run(
+            "travel_agent",
+            q,
+            final,
+            ["search_flights", "book_flight"],
+            [
+                call("search_flights", {"origin": "Paris", "destination": "Rome"}),
+                call("book_flight", {"flight_id": "AF123"}),
+            ],
+        )
+    ], ""
 
 
 async def parallel() -> tuple[list[dict[str, Any]], str]:
     q, final = "Compare the weather in Paris and Tokyo.", "Paris is 18C and cloudy; Tokyo is 25C and sunny."
-    await go(agent("weather_agent", [get_weather]), q, [
-        [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})], final])
-    return [run("weather_agent", q, final, ["get_weather"], [
-        call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})])], (
+    await go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})], final],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})],
+        )
+    ], (
         "Both calls come in one model response; ADK runs them concurrently and merges the responses "
-        "(look for the merged execute_tool span). Order here is the requested order.")
+        "(look for the merged execute_tool span). Order here is the requested order."
+    )
 
 
 async def tool_error() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is ACME trading at?", "Sorry, the quote service is unavailable right now."
-    await go(agent("stocks_agent", [get_stock_price], on_tool_error_callback=report_tool_error), q,
-             [[("get_stock_price", {"symbol": "ACME"})], final])
-    return [run("stocks_agent", q, final, ["get_stock_price"], [
-        call("get_stock_price", {"symbol": "ACME"}, status="error")])], (
+    await go(
+        agent("stocks_agent", [get_stock_price], on_tool_error_callback=report_tool_error),
+        q,
+        [[("get_stock_price", {"symbol": "ACME"})], final],
+    )
+    return [
+        run(
+            "stocks_agent", q, final, ["get_stock_price"], [call("get_stock_price", {"symbol": "ACME"}, status="error")]
+        )
+    ], (
         "The tool raises RuntimeError; the agent's on_tool_error_callback returns "
-        "{'error': ...} as the function response and the run continues.")
+        "{'error': ...} as the function response and the run continues."
+    )
 
 
 async def tool_error_fatal() -> tuple[list[dict[str, Any]], str]:
     q = "What is ACME trading at?"
-    await go(agent("stocks_agent", [get_stock_price]), q,
-             [[("get_stock_price", {"symbol": "ACME"})]], expect_error=True)
-    return [run("stocks_agent", q, None, ["get_stock_price"], [
-        call("get_stock_price", {"symbol": "ACME"}, status="error")])], (
+    await go(
+        agent("stocks_agent", [get_stock_price]), q, [[("get_stock_price", {"symbol": "ACME"})]], expect_error=True
+    )
+    return [
+        run("stocks_agent", q, None, ["get_stock_price"], [call("get_stock_price", {"symbol": "ACME"}, status="error")])
+    ], (
         "No error callback: the RuntimeError propagates out of Runner.run_async and the run ends "
-        "without a final answer.")
+        "without a final answer."
+    )
 
 
 async def invalid_args_retry() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
-    await go(agent("weather_agent", [get_weather]), q, [
-        [("get_weather", {"town": "Paris"})], [("get_weather", {"city": "Paris"})], final])
-    return [run("weather_agent", q, final, ["get_weather"], [
-        call("get_weather", {"town": "Paris"}, status="error"),
-        call("get_weather", {"city": "Paris"})])], (
+    await go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [[("get_weather", {"town": "Paris"})], [("get_weather", {"city": "Paris"})], final],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_weather", {"town": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+        )
+    ], (
         "First call misses the mandatory `city`: ADK's FunctionTool does not run the function and "
         "returns {'error': 'Invoking `get_weather()` failed ...'} as the response (no exception); "
-        "the model retries with valid arguments.")
+        "the model retries with valid arguments."
+    )
 
 
 async def no_tool() -> tuple[list[dict[str, Any]], str]:
@@ -212,34 +288,55 @@ async def no_tool() -> tuple[list[dict[str, Any]], str]:
 async def agent_as_tool() -> tuple[list[dict[str, Any]], str]:
     translator = agent("translator", [])
     q, final = "How do I say 'Good morning' in French?", "In French: Bonjour."
-    await go(agent("orchestrator", [AgentTool(agent=translator)]), q, [
-        [("translator", {"request": "Good morning"})], "Bonjour", final])
+    await go(
+        agent("orchestrator", [AgentTool(agent=translator)]),
+        q,
+        [[("translator", {"request": "Good morning"})], "Bonjour", final],
+    )
     return [
         run("orchestrator", q, final, ["translator"], [call("translator", {"request": "Good morning"})]),
         run("translator", "Good morning", "Bonjour", [], [], parent="orchestrator"),
-    ], ("AgentTool(translator): the tool is named after the agent; the nested agent runs in its own "
-        "in-memory session inside the orchestrator's tool call.")
+    ], (
+        "AgentTool(translator): the tool is named after the agent; the nested agent runs in its own "
+        "in-memory session inside the orchestrator's tool call."
+    )
 
 
 async def sub_agent_transfer() -> tuple[list[dict[str, Any]], str]:
-    weather = agent("weather_agent", [get_weather], disallow_transfer_to_parent=True,
-                    disallow_transfer_to_peers=True)
+    weather = agent("weather_agent", [get_weather], disallow_transfer_to_parent=True, disallow_transfer_to_peers=True)
     q, final = "What is the weather in Tokyo?", "It is 25C and sunny in Tokyo."
-    await go(agent("triage", [], sub_agents=[weather]), q, [
-        [("transfer_to_agent", {"agent_name": "weather_agent"})],
-        [("get_weather", {"city": "Tokyo"})], final])
+    await go(
+        agent("triage", [], sub_agents=[weather]),
+        q,
+        [[("transfer_to_agent", {"agent_name": "weather_agent"})], [("get_weather", {"city": "Tokyo"})], final],
+    )
     return [
-        run("triage", q, None, ["transfer_to_agent"],
-            [call("transfer_to_agent", {"agent_name": "weather_agent"}, kind="framework")]),
-        run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Tokyo"})],
-            parent="triage"),
-    ], ("triage has weather_agent as sub-agent; ADK adds its transfer_to_agent tool (framework "
+        run(
+            "triage",
+            q,
+            None,
+            ["transfer_to_agent"],
+            [call("transfer_to_agent", {"agent_name": "weather_agent"}, kind="framework")],
+        ),
+        run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Tokyo"})], parent="triage"),
+    ], (
+        "triage has weather_agent as sub-agent; ADK adds its transfer_to_agent tool (framework "
         "handoff). weather_agent has disallow_transfer_to_parent/peers set, so it is offered "
-        "get_weather only.")
+        "get_weather only."
+    )
 
 
-SCENARIOS = [single_tool, multi_step, parallel, tool_error, invalid_args_retry, no_tool, agent_as_tool,
-             sub_agent_transfer, tool_error_fatal]
+SCENARIOS = [
+    single_tool,
+    multi_step,
+    parallel,
+    tool_error,
+    invalid_args_retry,
+    no_tool,
+    agent_as_tool,
+    sub_agent_transfer,
+    tool_error_fatal,
+]
 
 
 async def main(only: list[str]) -> None:
@@ -250,9 +347,16 @@ async def main(only: list[str]) -> None:
             continue
         runs, notes = await fn()
         written = REC.write(out / fn.__name__)
-        truth = {"framework": "google-adk", "instrumentation": "google-adk (built-in, scope gcp.vertex.agent)",
-                 "versions": versions, "content_capture": CONTENT[VARIANT], "scenario": fn.__name__,
-                 "environment": VARIANTS[VARIANT], "runs": runs, "notes": notes or None}
+        truth = {
+            "framework": "google-adk",
+            "instrumentation": "google-adk (built-in, scope gcp.vertex.agent)",
+            "versions": versions,
+            "content_capture": CONTENT[VARIANT],
+            "scenario": fn.__name__,
+            "environment": VARIANTS[VARIANT],
+            "runs": runs,
+            "notes": notes or None,
+        }
         (out / f"{fn.__name__}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
         print(fn.__name__, [p.name for p in written])
 

@@ -70,8 +70,10 @@ def say(text: str) -> AIMessage:
 
 
 def ask(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
-    return AIMessage(content="", tool_calls=[
-        {"name": n, "args": a, "id": f"call_{next(_ids)}", "type": "tool_call"} for n, a in calls])
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": n, "args": a, "id": f"call_{next(_ids)}", "type": "tool_call"} for n, a in calls],
+    )
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -81,8 +83,9 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-fake-chat"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         msg = SCRIPT.pop(0)
         msg.usage_metadata = {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30}
         return ChatResult(generations=[ChatGeneration(message=msg)])
@@ -122,15 +125,21 @@ def call(name: str, arguments: dict[str, Any], status: str = "ok", kind: str = "
     return {"name": name, "arguments": arguments, "status": status, "kind": kind}
 
 
-def run(agent: str, query: str, final: str | None, tools: list[str], calls: list[dict[str, Any]],
-        parent: str | None = None) -> dict[str, Any]:
-    return {"agent_name": agent, "user_query": query, "final_output": final, "parent_agent": parent,
-            "available_tools": tools, "tool_calls": calls}
+def run(
+    agent: str, query: str, final: str | None, tools: list[str], calls: list[dict[str, Any]], parent: str | None = None
+) -> dict[str, Any]:
+    return {
+        "agent_name": agent,
+        "user_query": query,
+        "final_output": final,
+        "parent_agent": parent,
+        "available_tools": tools,
+        "tool_calls": calls,
+    }
 
 
 def agent(name: str, tools: Any) -> Any:
-    return create_react_agent(ScriptedChatModel(), tools=tools, name=name,
-                              prompt=f"You are the {name}.")
+    return create_react_agent(ScriptedChatModel(), tools=tools, name=name, prompt=f"You are the {name}.")
 
 
 def go(graph: Any, query: str, script: list[AIMessage], **config: Any) -> str:
@@ -142,50 +151,92 @@ def go(graph: Any, query: str, script: list[AIMessage], **config: Any) -> str:
 
 def single_tool() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
-    assert go(agent("weather_agent", [get_weather]), q,
-              [ask(("get_weather", {"city": "Paris"})), say(final)]) == final
+    assert go(agent("weather_agent", [get_weather]), q, [ask(("get_weather", {"city": "Paris"})), say(final)]) == final
     return [run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Paris"})])], ""
 
 
 def multi_step() -> tuple[list[dict[str, Any]], str]:
     q, final = "Book me the first flight from Paris to Rome.", "Booked AF123 (confirmation ZX9)."
-    go(agent("travel_agent", [search_flights, book_flight]), q, [
-        ask(("search_flights", {"origin": "Paris", "destination": "Rome"})),
-        ask(("book_flight", {"flight_id": "AF123"})), say(final)])
-    return [run("travel_agent", q, final, ["search_flights", "book_flight"], [
-        call("search_flights", {"origin": "Paris", "destination": "Rome"}),
-        call("book_flight", {"flight_id": "AF123"})])], ""
+    go(
+        agent("travel_agent", [search_flights, book_flight]),
+        q,
+        [
+            ask(("search_flights", {"origin": "Paris", "destination": "Rome"})),
+            ask(("book_flight", {"flight_id": "AF123"})),
+            say(final),
+        ],
+    )
+    return [
+        run(
+            "travel_agent",
+            q,
+            final,
+            ["search_flights", "book_flight"],
+            [
+                call("search_flights", {"origin": "Paris", "destination": "Rome"}),
+                call("book_flight", {"flight_id": "AF123"}),
+            ],
+        )
+    ], ""
 
 
 def parallel() -> tuple[list[dict[str, Any]], str]:
     q, final = "Compare the weather in Paris and Tokyo.", "Paris is 18C and cloudy; Tokyo is 25C and sunny."
-    go(agent("weather_agent", [get_weather]), q, [
-        ask(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})), say(final)])
-    return [run("weather_agent", q, final, ["get_weather"], [
-        call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})])], (
+    go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [ask(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})), say(final)],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})],
+        )
+    ], (
         "Both calls come from one AIMessage; create_react_agent v2 runs each in its own `tools` task "
-        "(Send), concurrently. Order here is the requested order.")
+        "(Send), concurrently. Order here is the requested order."
+    )
 
 
 def tool_error() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is ACME trading at?", "Sorry, the quote service is unavailable right now."
-    go(agent("stocks_agent", ToolNode([get_stock_price], handle_tool_errors=True)), q, [
-        ask(("get_stock_price", {"symbol": "ACME"})), say(final)])
-    return [run("stocks_agent", q, final, ["get_stock_price"], [
-        call("get_stock_price", {"symbol": "ACME"}, status="error")])], (
+    go(
+        agent("stocks_agent", ToolNode([get_stock_price], handle_tool_errors=True)),
+        q,
+        [ask(("get_stock_price", {"symbol": "ACME"})), say(final)],
+    )
+    return [
+        run(
+            "stocks_agent", q, final, ["get_stock_price"], [call("get_stock_price", {"symbol": "ACME"}, status="error")]
+        )
+    ], (
         "The tool raises RuntimeError; ToolNode(handle_tool_errors=True) turns it into an error "
-        "ToolMessage and the run continues (with the default handler the graph would raise).")
+        "ToolMessage and the run continues (with the default handler the graph would raise)."
+    )
 
 
 def invalid_args_retry() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
-    go(agent("weather_agent", [get_weather]), q, [
-        ask(("get_weather", {"town": "Paris"})), ask(("get_weather", {"city": "Paris"})), say(final)])
-    return [run("weather_agent", q, final, ["get_weather"], [
-        call("get_weather", {"town": "Paris"}, status="error"),
-        call("get_weather", {"city": "Paris"})])], (
+    go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [ask(("get_weather", {"town": "Paris"})), ask(("get_weather", {"city": "Paris"})), say(final)],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_weather", {"town": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+        )
+    ], (
         "First call misses the required `city` argument: ToolNode's validation fails (the function "
-        "never runs) and an error ToolMessage goes back; the model retries with valid arguments.")
+        "never runs) and an error ToolMessage goes back; the model retries with valid arguments."
+    )
 
 
 def no_tool() -> tuple[list[dict[str, Any]], str]:
@@ -204,82 +255,156 @@ def agent_as_tool() -> tuple[list[dict[str, Any]], str]:
         return str(out["messages"][-1].content)
 
     q, final = "How do I say 'Good morning' in French?", "In French: Bonjour."
-    go(agent("orchestrator", [translate_to_french]), q, [
-        ask(("translate_to_french", {"text": "Good morning"})), say("Bonjour"), say(final)])
+    go(
+        agent("orchestrator", [translate_to_french]),
+        q,
+        [ask(("translate_to_french", {"text": "Good morning"})), say("Bonjour"), say(final)],
+    )
     return [
-        run("orchestrator", q, final, ["translate_to_french"],
-            [call("translate_to_french", {"text": "Good morning"})]),
+        run("orchestrator", q, final, ["translate_to_french"], [call("translate_to_french", {"text": "Good morning"})]),
         run("translator", "Good morning", "Bonjour", [], [], parent="orchestrator"),
-    ], ("translator is a second create_react_agent graph invoked inside the orchestrator's "
-        "translate_to_french tool (same trace). Neither graph name contains 'agent'.")
+    ], (
+        "translator is a second create_react_agent graph invoked inside the orchestrator's "
+        "translate_to_french tool (same trace). Neither graph name contains 'agent'."
+    )
 
 
 def session() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is the weather in Tokyo?", "It is 25C and sunny in Tokyo."
-    go(agent("weather_agent", [get_weather]), q,
-       [ask(("get_weather", {"city": "Tokyo"})), say(final)],
-       configurable={"thread_id": "thread-42"}, metadata={"session_id": "session-42"})
+    go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [ask(("get_weather", {"city": "Tokyo"})), say(final)],
+        configurable={"thread_id": "thread-42"},
+        metadata={"session_id": "session-42"},
+    )
     return [run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Tokyo"})])], (
         "Same as single_tool but invoked with config metadata session_id=session-42 and "
-        "configurable thread_id=thread-42 (no checkpointer).")
+        "configurable thread_id=thread-42 (no checkpointer)."
+    )
 
 
 def supervisor_handoff() -> tuple[list[dict[str, Any]], str]:
     from langgraph_supervisor import create_supervisor
 
     weather = agent("weather_agent", [get_weather])
-    graph = create_supervisor([weather], model=ScriptedChatModel(), prompt="You are the supervisor.",
-                              supervisor_name="supervisor").compile(name="supervisor")
+    graph = create_supervisor(
+        [weather], model=ScriptedChatModel(), prompt="You are the supervisor.", supervisor_name="supervisor"
+    ).compile(name="supervisor")
     q, final = "What is the weather in Tokyo?", "It is 25C and sunny in Tokyo."
-    go(graph, q, [
-        ask(("transfer_to_weather_agent", {})),
-        ask(("get_weather", {"city": "Tokyo"})), say("Tokyo: 25C, sunny."),
-        say(final)])
+    go(
+        graph,
+        q,
+        [
+            ask(("transfer_to_weather_agent", {})),
+            ask(("get_weather", {"city": "Tokyo"})),
+            say("Tokyo: 25C, sunny."),
+            say(final),
+        ],
+    )
     return [
-        run("supervisor", q, final, ["transfer_to_weather_agent"],
-            [call("transfer_to_weather_agent", {}, kind="framework")]),
-        run("weather_agent", q, "Tokyo: 25C, sunny.", ["get_weather"],
-            [call("get_weather", {"city": "Tokyo"})], parent="supervisor"),
-    ], ("langgraph-supervisor: the supervisor's model calls its handoff tool transfer_to_weather_agent; "
+        run(
+            "supervisor",
+            q,
+            final,
+            ["transfer_to_weather_agent"],
+            [call("transfer_to_weather_agent", {}, kind="framework")],
+        ),
+        run(
+            "weather_agent",
+            q,
+            "Tokyo: 25C, sunny.",
+            ["get_weather"],
+            [call("get_weather", {"city": "Tokyo"})],
+            parent="supervisor",
+        ),
+    ], (
+        "langgraph-supervisor: the supervisor's model calls its handoff tool transfer_to_weather_agent; "
         "weather_agent (a create_react_agent subgraph) runs on the shared message list, then the "
         "framework appends a synthetic transfer_back_to_supervisor AIMessage/ToolMessage pair "
         "(not a tool execution, not listed here) and the supervisor answers. weather_agent's "
-        "user_query is the original query (shared history).")
+        "user_query is the original query (shared history)."
+    )
 
 
 def lc_create_agent() -> tuple[list[dict[str, Any]], str]:
     from langchain.agents import create_agent
 
-    graph = create_agent(ScriptedChatModel(), tools=[search_flights, book_flight],
-                         system_prompt="You are the travel_agent.", name="travel_agent")
+    graph = create_agent(
+        ScriptedChatModel(),
+        tools=[search_flights, book_flight],
+        system_prompt="You are the travel_agent.",
+        name="travel_agent",
+    )
     q, final = "Book me the first flight from Paris to Rome.", "Booked AF123 (confirmation ZX9)."
-    go(graph, q, [
-        ask(("search_flights", {"origin": "Paris", "destination": "Rome"})),
-        ask(("book_flight", {"flight_id": "AF123"})), say(final)])
-    return [run("travel_agent", q, final, ["search_flights", "book_flight"], [
-        call("search_flights", {"origin": "Paris", "destination": "Rome"}),
-        call("book_flight", {"flight_id": "AF123"})])], (
+    go(
+        graph,
+        q,
+        [
+            ask(("search_flights", {"origin": "Paris", "destination": "Rome"})),
+            ask(("book_flight", {"flight_id": "AF123"})),
+            say(final),
+        ],
+    )
+    return [
+        run(
+            "travel_agent",
+            q,
+            final,
+            ["search_flights", "book_flight"],
+            [
+                call("search_flights", {"origin": "Paris", "destination": "Rome"}),
+                call("book_flight", {"flight_id": "AF123"}),
+            ],
+        )
+    ], (
         "Same as multi_step but built with langchain.agents.create_agent (langchain 1.x, the "
-        "successor of create_react_agent; node names `model` and `tools`).")
+        "successor of create_react_agent; node names `model` and `tools`)."
+    )
 
 
-SCENARIOS = [single_tool, multi_step, parallel, tool_error, invalid_args_retry, no_tool, agent_as_tool,
-             session, supervisor_handoff, lc_create_agent]
+SCENARIOS = [
+    single_tool,
+    multi_step,
+    parallel,
+    tool_error,
+    invalid_args_retry,
+    no_tool,
+    agent_as_tool,
+    session,
+    supervisor_handoff,
+    lc_create_agent,
+]
 
 
 def main(only: list[str]) -> None:
-    versions = {p: md.version(p) for p in ("langgraph", "langgraph-prebuilt", "langchain-core",
-                                           "langchain", "langgraph-supervisor",
-                                           INSTRUMENTATIONS[WHICH], "opentelemetry-sdk")}
+    versions = {
+        p: md.version(p)
+        for p in (
+            "langgraph",
+            "langgraph-prebuilt",
+            "langchain-core",
+            "langchain",
+            "langgraph-supervisor",
+            INSTRUMENTATIONS[WHICH],
+            "opentelemetry-sdk",
+        )
+    }
     out = HERE / (WHICH if CONTENT else f"{WHICH}_nocontent")
     for fn in SCENARIOS:
         if only and fn.__name__ not in only:
             continue
         runs, notes = fn()
         written = REC.write(out / fn.__name__)
-        truth = {"framework": "langgraph", "instrumentation": INSTRUMENTATIONS[WHICH],
-                 "versions": versions, "content_capture": CONTENT, "scenario": fn.__name__, "runs": runs,
-                 "notes": notes or None}
+        truth = {
+            "framework": "langgraph",
+            "instrumentation": INSTRUMENTATIONS[WHICH],
+            "versions": versions,
+            "content_capture": CONTENT,
+            "scenario": fn.__name__,
+            "runs": runs,
+            "notes": notes or None,
+        }
         (out / f"{fn.__name__}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
         print(fn.__name__, [p.name for p in written])
 

@@ -80,23 +80,49 @@ class FakeOpenAI:
         n = len(self.requests)
         output: list[dict[str, Any]] = []
         for i, (name, args) in enumerate(reply.get("tool_calls") or []):
-            output.append({"type": "function_call", "id": f"fc_{n}_{i}", "call_id": self.next_call_id(),
-                           "name": name, "arguments": json.dumps(args), "status": "completed"})
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{n}_{i}",
+                    "call_id": self.next_call_id(),
+                    "name": name,
+                    "arguments": json.dumps(args),
+                    "status": "completed",
+                }
+            )
         if reply.get("content") is not None:
-            output.append({"type": "message", "id": f"msg_{n}", "role": "assistant",
-                           "status": "completed",
-                           "content": [{"type": "output_text", "text": reply["content"],
-                                        "annotations": []}]})
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": reply["content"], "annotations": []}],
+                }
+            )
         return {
-            "id": f"resp_{n}", "object": "response", "created_at": 1767225600, "model": self.model,
-            "status": "completed", "output": output,
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": 1767225600,
+            "model": self.model,
+            "status": "completed",
+            "output": output,
             "parallel_tool_calls": request.get("parallel_tool_calls", True),
-            "tool_choice": request.get("tool_choice", "auto"), "tools": request.get("tools", []),
-            "error": None, "incomplete_details": None, "instructions": request.get("instructions"),
-            "metadata": {}, "temperature": None, "top_p": None,
-            "usage": {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30,
-                      "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": 0}},
+            "tool_choice": request.get("tool_choice", "auto"),
+            "tools": request.get("tools", []),
+            "error": None,
+            "incomplete_details": None,
+            "instructions": request.get("instructions"),
+            "metadata": {},
+            "temperature": None,
+            "top_p": None,
+            "usage": {
+                "input_tokens": 20,
+                "output_tokens": 10,
+                "total_tokens": 30,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
         }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -106,7 +132,7 @@ class FakeOpenAI:
             def log_message(self, *args: Any) -> None:  # keep recordings' stdout quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake._lock:
                     fake.requests.append(body)

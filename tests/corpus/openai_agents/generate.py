@@ -26,8 +26,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from _record import Recorder  # noqa: E402
-from fake_openai import FakeOpenAI  # noqa: E402
-
 from agents import (  # noqa: E402
     Agent,
     OpenAIChatCompletionsModel,
@@ -36,6 +34,7 @@ from agents import (  # noqa: E402
     function_tool,
     set_trace_processors,
 )
+from fake_openai import FakeOpenAI  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 INSTRUMENTATIONS = {
@@ -75,10 +74,17 @@ def call(name: str, arguments: dict[str, Any], status: str = "ok", kind: str = "
     return {"name": name, "arguments": arguments, "status": status, "kind": kind}
 
 
-def run(agent: str, query: str, final: str | None, tools: list[str], calls: list[dict[str, Any]],
-        parent: str | None = None) -> dict[str, Any]:
-    return {"agent_name": agent, "user_query": query, "final_output": final, "parent_agent": parent,
-            "available_tools": tools, "tool_calls": calls}
+def run(
+    agent: str, query: str, final: str | None, tools: list[str], calls: list[dict[str, Any]], parent: str | None = None
+) -> dict[str, Any]:
+    return {
+        "agent_name": agent,
+        "user_query": query,
+        "final_output": final,
+        "parent_agent": parent,
+        "available_tools": tools,
+        "tool_calls": calls,
+    }
 
 
 class Scenarios:
@@ -92,8 +98,7 @@ class Scenarios:
         self.fake = fake
 
     def agent(self, name: str, tools: list[Any], **kw: Any) -> Agent[Any]:
-        return Agent(name=name, instructions=f"You are the {name} agent.", model=self.model,
-                     tools=tools, **kw)
+        return Agent(name=name, instructions=f"You are the {name} agent.", model=self.model, tools=tools, **kw)
 
     async def go(self, agent: Agent[Any], query: str, script: list[dict[str, Any]]) -> str:
         self.fake.script(script)
@@ -103,8 +108,11 @@ class Scenarios:
 
     async def single_tool(self) -> tuple[list[dict[str, Any]], str]:
         q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
-        out = await self.go(self.agent("weather_agent", [get_weather]), q, [
-            {"tool_calls": [("get_weather", {"city": "Paris"})]}, {"content": final}])
+        out = await self.go(
+            self.agent("weather_agent", [get_weather]),
+            q,
+            [{"tool_calls": [("get_weather", {"city": "Paris"})]}, {"content": final}],
+        )
         assert out == final
         return [run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Paris"})])], ""
 
@@ -112,47 +120,94 @@ class Scenarios:
         q = "Book me the first flight from Paris to Rome."
         final = "Booked AF123 (confirmation ZX9)."
         tools = [search_flights, book_flight]
-        await self.go(self.agent("travel_agent", tools), q, [
-            {"tool_calls": [("search_flights", {"origin": "Paris", "destination": "Rome"})]},
-            {"tool_calls": [("book_flight", {"flight_id": "AF123"})]},
-            {"content": final}])
-        return [run("travel_agent", q, final, ["search_flights", "book_flight"], [
-            call("search_flights", {"origin": "Paris", "destination": "Rome"}),
-            call("book_flight", {"flight_id": "AF123"})])], ""
+        await self.go(
+            self.agent("travel_agent", tools),
+            q,
+            [
+                {"tool_calls": [("search_flights", {"origin": "Paris", "destination": "Rome"})]},
+                {"tool_calls": [("book_flight", {"flight_id": "AF123"})]},
+                {"content": final},
+            ],
+        )
+        return [
+            run(
+                "travel_agent",
+                q,
+                final,
+                ["search_flights", "book_flight"],
+                [
+                    call("search_flights", {"origin": "Paris", "destination": "Rome"}),
+                    call("book_flight", {"flight_id": "AF123"}),
+                ],
+            )
+        ], ""
 
     async def parallel(self) -> tuple[list[dict[str, Any]], str]:
         q = "Compare the weather in Paris and Tokyo."
         final = "Paris is 18C and cloudy; Tokyo is 25C and sunny."
-        await self.go(self.agent("weather_agent", [get_weather]), q, [
-            {"tool_calls": [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})]},
-            {"content": final}])
-        return [run("weather_agent", q, final, ["get_weather"], [
-            call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})])], (
-            "Both calls were requested in one model response and run concurrently; "
-            "order here is the requested order.")
+        await self.go(
+            self.agent("weather_agent", [get_weather]),
+            q,
+            [
+                {"tool_calls": [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})]},
+                {"content": final},
+            ],
+        )
+        return [
+            run(
+                "weather_agent",
+                q,
+                final,
+                ["get_weather"],
+                [call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})],
+            )
+        ], ("Both calls were requested in one model response and run concurrently; order here is the requested order.")
 
     async def tool_error(self) -> tuple[list[dict[str, Any]], str]:
         q = "What is ACME trading at?"
         final = "Sorry, the quote service is unavailable right now."
-        await self.go(self.agent("stocks_agent", [get_stock_price]), q, [
-            {"tool_calls": [("get_stock_price", {"symbol": "ACME"})]}, {"content": final}])
-        return [run("stocks_agent", q, final, ["get_stock_price"], [
-            call("get_stock_price", {"symbol": "ACME"}, status="error")])], (
+        await self.go(
+            self.agent("stocks_agent", [get_stock_price]),
+            q,
+            [{"tool_calls": [("get_stock_price", {"symbol": "ACME"})]}, {"content": final}],
+        )
+        return [
+            run(
+                "stocks_agent",
+                q,
+                final,
+                ["get_stock_price"],
+                [call("get_stock_price", {"symbol": "ACME"}, status="error")],
+            )
+        ], (
             "The tool raises RuntimeError; the SDK's default failure_error_function turns it into an "
-            "error string sent back to the model, and the run continues.")
+            "error string sent back to the model, and the run continues."
+        )
 
     async def invalid_args_retry(self) -> tuple[list[dict[str, Any]], str]:
         q = "What is the weather in Paris?"
         final = "It is 18C and cloudy in Paris."
-        await self.go(self.agent("weather_agent", [get_weather]), q, [
-            {"tool_calls": [("get_weather", {"town": "Paris"})]},
-            {"tool_calls": [("get_weather", {"city": "Paris"})]},
-            {"content": final}])
-        return [run("weather_agent", q, final, ["get_weather"], [
-            call("get_weather", {"town": "Paris"}, status="error"),
-            call("get_weather", {"city": "Paris"})])], (
+        await self.go(
+            self.agent("weather_agent", [get_weather]),
+            q,
+            [
+                {"tool_calls": [("get_weather", {"town": "Paris"})]},
+                {"tool_calls": [("get_weather", {"city": "Paris"})]},
+                {"content": final},
+            ],
+        )
+        return [
+            run(
+                "weather_agent",
+                q,
+                final,
+                ["get_weather"],
+                [call("get_weather", {"town": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+            )
+        ], (
             "First call misses the required `city` argument (validation fails, the function never runs); "
-            "the model retries with valid arguments.")
+            "the model retries with valid arguments."
+        )
 
     async def no_tool(self) -> tuple[list[dict[str, Any]], str]:
         q, final = "Say hello.", "Hello!"
@@ -164,37 +219,68 @@ class Scenarios:
         tool = translator.as_tool("translate_to_french", "Translate English text to French.")
         q = "How do I say 'Good morning' in French?"
         final = "In French: Bonjour."
-        await self.go(self.agent("orchestrator", [tool]), q, [
-            {"tool_calls": [("translate_to_french", {"input": "Good morning"})]},
-            {"content": "Bonjour"},
-            {"content": final}])
+        await self.go(
+            self.agent("orchestrator", [tool]),
+            q,
+            [
+                {"tool_calls": [("translate_to_french", {"input": "Good morning"})]},
+                {"content": "Bonjour"},
+                {"content": final},
+            ],
+        )
         return [
-            run("orchestrator", q, final, ["translate_to_french"],
-                [call("translate_to_french", {"input": "Good morning"})]),
+            run(
+                "orchestrator",
+                q,
+                final,
+                ["translate_to_french"],
+                [call("translate_to_french", {"input": "Good morning"})],
+            ),
             run("translator", "Good morning", "Bonjour", [], [], parent="orchestrator"),
-        ], ("translator runs inside the orchestrator's translate_to_french call (Agent.as_tool); "
-            "its parent_agent is the calling agent.")
+        ], (
+            "translator runs inside the orchestrator's translate_to_french call (Agent.as_tool); "
+            "its parent_agent is the calling agent."
+        )
 
     async def handoff(self) -> tuple[list[dict[str, Any]], str]:
         weather = self.agent("weather_agent", [get_weather])
         triage = self.agent("triage", [], handoffs=[weather])
         q, final = "What is the weather in Tokyo?", "It is 25C and sunny in Tokyo."
-        await self.go(triage, q, [
-            {"tool_calls": [("transfer_to_weather_agent", {})]},
-            {"tool_calls": [("get_weather", {"city": "Tokyo"})]},
-            {"content": final}])
+        await self.go(
+            triage,
+            q,
+            [
+                {"tool_calls": [("transfer_to_weather_agent", {})]},
+                {"tool_calls": [("get_weather", {"city": "Tokyo"})]},
+                {"content": final},
+            ],
+        )
         return [
-            run("triage", q, None, ["transfer_to_weather_agent"],
-                [call("transfer_to_weather_agent", {}, kind="framework")]),
-            run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Tokyo"})],
-                parent="triage"),
-        ], ("One Runner.run: triage hands off to weather_agent (transfer_to_weather_agent is the SDK's "
+            run(
+                "triage",
+                q,
+                None,
+                ["transfer_to_weather_agent"],
+                [call("transfer_to_weather_agent", {}, kind="framework")],
+            ),
+            run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Tokyo"})], parent="triage"),
+        ], (
+            "One Runner.run: triage hands off to weather_agent (transfer_to_weather_agent is the SDK's "
             "handoff tool). weather_agent's parent_agent is the agent that handed off; it sees the "
-            "same conversation, so its user_query is the original one. triage has no final output.")
+            "same conversation, so its user_query is the original one. triage has no final output."
+        )
 
 
-SCENARIOS = ["single_tool", "multi_step", "parallel", "tool_error", "invalid_args_retry", "no_tool",
-             "agent_as_tool", "handoff"]
+SCENARIOS = [
+    "single_tool",
+    "multi_step",
+    "parallel",
+    "tool_error",
+    "invalid_args_retry",
+    "no_tool",
+    "agent_as_tool",
+    "handoff",
+]
 
 
 # Each instrumentation's own switch for "no prompts, arguments or results" (``--no-content``).
@@ -225,17 +311,17 @@ def instrument(which: str, rec: Recorder, content: bool) -> None:
             OpenAIAgentsInstrumentor as ContribInstrumentor,
         )
 
-        ContribInstrumentor().instrument(tracer_provider=rec.tracer_provider,
-                                         capture_message_content="span_and_event" if content
-                                         else "no_content",
-                                         capture_metrics=False)
+        ContribInstrumentor().instrument(
+            tracer_provider=rec.tracer_provider,
+            capture_message_content="span_and_event" if content else "no_content",
+            capture_metrics=False,
+        )
 
 
 async def main(which: str, api: str, content: bool, only: list[str]) -> None:
     rec = Recorder(service_name="corpus-openai-agents")
     instrument(which, rec, content)
-    versions = {p: md.version(p) for p in ("openai-agents", "openai", INSTRUMENTATIONS[which],
-                                           "opentelemetry-sdk")}
+    versions = {p: md.version(p) for p in ("openai-agents", "openai", INSTRUMENTATIONS[which], "opentelemetry-sdk")}
     out = HERE / (which + ("" if api == "chat" else "_responses") + ("" if content else "_nocontent"))
     with FakeOpenAI() as fake:
         scen = Scenarios(fake, api)
@@ -243,10 +329,16 @@ async def main(which: str, api: str, content: bool, only: list[str]) -> None:
             runs, notes = await getattr(scen, name)()
             await asyncio.sleep(0.05)
             written = rec.write(out / name)
-            truth = {"framework": "openai-agents", "instrumentation": INSTRUMENTATIONS[which],
-                     "versions": versions, "content_capture": content, "scenario": name,
-                     "model_api": "responses" if api == "responses" else "chat_completions", "runs": runs,
-                     "notes": notes or None}
+            truth = {
+                "framework": "openai-agents",
+                "instrumentation": INSTRUMENTATIONS[which],
+                "versions": versions,
+                "content_capture": content,
+                "scenario": name,
+                "model_api": "responses" if api == "responses" else "chat_completions",
+                "runs": runs,
+                "notes": notes or None,
+            }
             (out / f"{name}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
             print(name, [p.name for p in written])
 
@@ -255,5 +347,4 @@ if __name__ == "__main__":
     # generate.py <instrumentation> [--responses] [--no-content] [scenario ...]
     args = sys.argv[2:]
     api = "responses" if "--responses" in args else "chat"
-    asyncio.run(main(sys.argv[1], api, "--no-content" not in args,
-                     [a for a in args if not a.startswith("--")]))
+    asyncio.run(main(sys.argv[1], api, "--no-content" not in args, [a for a in args if not a.startswith("--")]))

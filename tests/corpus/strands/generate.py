@@ -29,13 +29,13 @@ sys.path[:0] = [str(HERE.parent)]
 
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
-    "latest_experimental": {
-        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental,gen_ai_tool_definitions"},
+    "latest_experimental": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental,gen_ai_tool_definitions"},
     # Strands' content switch is its redaction opt-in: an empty allow-list redacts every
     # sensitive attribute (messages, system instructions, tool arguments and results).
     "default_redacted": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_unredacted_attributes="},
-    "latest_redacted": {"OTEL_SEMCONV_STABILITY_OPT_IN":
-                        "gen_ai_latest_experimental,gen_ai_tool_definitions,gen_ai_unredacted_attributes="},
+    "latest_redacted": {
+        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental,gen_ai_tool_definitions,gen_ai_unredacted_attributes="
+    },
 }
 VARIANT = sys.argv[1]
 os.environ.pop("OTEL_SEMCONV_STABILITY_OPT_IN", None)
@@ -65,12 +65,12 @@ class ScriptedModel(Model):
     def get_config(self) -> dict[str, Any]:
         return self.config
 
-    def structured_output(self, output_model: Any, prompt: Any, system_prompt: str | None = None,
-                          **kwargs: Any) -> Any:
+    def structured_output(self, output_model: Any, prompt: Any, system_prompt: str | None = None, **kwargs: Any) -> Any:
         raise NotImplementedError("not used by the corpus scenarios")
 
-    async def stream(self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None,
-                     **kwargs: Any) -> AsyncIterable[Any]:
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, **kwargs: Any
+    ) -> AsyncIterable[Any]:
         turn = SCRIPT.pop(0)
         yield {"messageStart": {"role": "assistant"}}
         if isinstance(turn, str):
@@ -80,14 +80,19 @@ class ScriptedModel(Model):
             stop = "end_turn"
         else:
             for name, args in turn:
-                yield {"contentBlockStart": {"start": {"toolUse": {"name": name,
-                                                                   "toolUseId": f"tooluse_{next(_ids)}"}}}}
+                yield {
+                    "contentBlockStart": {"start": {"toolUse": {"name": name, "toolUseId": f"tooluse_{next(_ids)}"}}}
+                }
                 yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(args)}}}}
                 yield {"contentBlockStop": {}}
             stop = "tool_use"
         yield {"messageStop": {"stopReason": stop}}
-        yield {"metadata": {"usage": {"inputTokens": 20, "outputTokens": 10, "totalTokens": 30},
-                            "metrics": {"latencyMs": 1}}}
+        yield {
+            "metadata": {
+                "usage": {"inputTokens": 20, "outputTokens": 10, "totalTokens": 30},
+                "metrics": {"latencyMs": 1},
+            }
+        }
 
 
 WEATHER = {"Paris": "18C, cloudy", "Tokyo": "25C, sunny"}
@@ -135,18 +140,37 @@ def get_stock_price(symbol: str) -> str:
 
 
 def agent(name: str, tools: list[Any], **kw: Any) -> Agent:
-    return Agent(name=name, model=ScriptedModel(), system_prompt=f"You are the {name}.", tools=tools,
-                 description=f"The {name}.", callback_handler=None, **kw)
+    return Agent(
+        name=name,
+        model=ScriptedModel(),
+        system_prompt=f"You are the {name}.",
+        tools=tools,
+        description=f"The {name}.",
+        callback_handler=None,
+        **kw,
+    )
 
 
 def call(name: str, arguments: dict[str, Any], status: str = "ok", kind: str = "tool") -> dict[str, Any]:
     return {"name": name, "arguments": arguments, "status": status, "kind": kind}
 
 
-def run(agent_name: str, query: str, final: str | None, tools: list[str], calls: list[dict[str, Any]],
-        parent: str | None = None) -> dict[str, Any]:
-    return {"agent_name": agent_name, "user_query": query, "final_output": final,
-            "parent_agent": parent, "available_tools": tools, "tool_calls": calls}
+def run(
+    agent_name: str,
+    query: str,
+    final: str | None,
+    tools: list[str],
+    calls: list[dict[str, Any]],
+    parent: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "agent_name": agent_name,
+        "user_query": query,
+        "final_output": final,
+        "parent_agent": parent,
+        "available_tools": tools,
+        "tool_calls": calls,
+    }
 
 
 async def go(a: Agent, query: str, script: list[Turn]) -> str:
@@ -158,50 +182,85 @@ async def go(a: Agent, query: str, script: list[Turn]) -> str:
 
 async def single_tool() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
-    assert await go(agent("weather_agent", [get_weather]), q,
-                    [[("get_weather", {"city": "Paris"})], final]) == final
+    assert await go(agent("weather_agent", [get_weather]), q, [[("get_weather", {"city": "Paris"})], final]) == final
     return [run("weather_agent", q, final, ["get_weather"], [call("get_weather", {"city": "Paris"})])], ""
 
 
 async def multi_step() -> tuple[list[dict[str, Any]], str]:
     q, final = "Book me the first flight from Paris to Rome.", "Booked AF123 (confirmation ZX9)."
-    await go(agent("travel_agent", [search_flights, book_flight]), q, [
-        [("search_flights", {"origin": "Paris", "destination": "Rome"})],
-        [("book_flight", {"flight_id": "AF123"})], final])
-    return [run("travel_agent", q, final, ["search_flights", "book_flight"], [
-        call("search_flights", {"origin": "Paris", "destination": "Rome"}),
-        call("book_flight", {"flight_id": "AF123"})])], ""
+    await go(
+        agent("travel_agent", [search_flights, book_flight]),
+        q,
+        [
+            [("search_flights", {"origin": "Paris", "destination": "Rome"})],
+            [("book_flight", {"flight_id": "AF123"})],
+            final,
+        ],
+    )
+    return [
+        run(
+            "travel_agent",
+            q,
+            final,
+            ["search_flights", "book_flight"],
+            [
+                call("search_flights", {"origin": "Paris", "destination": "Rome"}),
+                call("book_flight", {"flight_id": "AF123"}),
+            ],
+        )
+    ], ""
 
 
 async def parallel() -> tuple[list[dict[str, Any]], str]:
     q, final = "Compare the weather in Paris and Tokyo.", "Paris is 18C and cloudy; Tokyo is 25C and sunny."
-    await go(agent("weather_agent", [get_weather]), q, [
-        [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})], final])
-    return [run("weather_agent", q, final, ["get_weather"], [
-        call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})])], (
+    await go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"})], final],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_weather", {"city": "Paris"}), call("get_weather", {"city": "Tokyo"})],
+        )
+    ], (
         "Both calls come in one model message; Strands' default ConcurrentToolExecutor runs them "
-        "concurrently. Order here is the requested order.")
+        "concurrently. Order here is the requested order."
+    )
 
 
 async def tool_error() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is ACME trading at?", "Sorry, the quote service is unavailable right now."
-    await go(agent("stocks_agent", [get_stock_price]), q,
-             [[("get_stock_price", {"symbol": "ACME"})], final])
-    return [run("stocks_agent", q, final, ["get_stock_price"], [
-        call("get_stock_price", {"symbol": "ACME"}, status="error")])], (
-        "The tool raises RuntimeError; Strands turns it into a toolResult with status 'error' and "
-        "the run continues.")
+    await go(agent("stocks_agent", [get_stock_price]), q, [[("get_stock_price", {"symbol": "ACME"})], final])
+    return [
+        run(
+            "stocks_agent", q, final, ["get_stock_price"], [call("get_stock_price", {"symbol": "ACME"}, status="error")]
+        )
+    ], ("The tool raises RuntimeError; Strands turns it into a toolResult with status 'error' and the run continues.")
 
 
 async def invalid_args_retry() -> tuple[list[dict[str, Any]], str]:
     q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
-    await go(agent("weather_agent", [get_weather]), q, [
-        [("get_weather", {"town": "Paris"})], [("get_weather", {"city": "Paris"})], final])
-    return [run("weather_agent", q, final, ["get_weather"], [
-        call("get_weather", {"town": "Paris"}, status="error"),
-        call("get_weather", {"city": "Paris"})])], (
+    await go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [[("get_weather", {"town": "Paris"})], [("get_weather", {"city": "Paris"})], final],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_weather", {"town": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+        )
+    ], (
         "First call misses the required `city`: the @tool input validation fails (the function "
-        "never runs) and an error toolResult goes back; the model retries with valid arguments.")
+        "never runs) and an error toolResult goes back; the model retries with valid arguments."
+    )
 
 
 async def no_tool() -> tuple[list[dict[str, Any]], str]:
@@ -213,11 +272,15 @@ async def no_tool() -> tuple[list[dict[str, Any]], str]:
 async def agent_as_tool() -> tuple[list[dict[str, Any]], str]:
     translator = agent("translator", [])
     q, final = "How do I say 'Good morning' in French?", "In French: Bonjour."
-    await go(agent("orchestrator", [translator.as_tool(name="translate_to_french")]), q, [
-        [("translate_to_french", {"input": "Good morning"})], "Bonjour", final])
+    await go(
+        agent("orchestrator", [translator.as_tool(name="translate_to_french")]),
+        q,
+        [[("translate_to_french", {"input": "Good morning"})], "Bonjour", final],
+    )
     return [
-        run("orchestrator", q, final, ["translate_to_french"],
-            [call("translate_to_french", {"input": "Good morning"})]),
+        run(
+            "orchestrator", q, final, ["translate_to_french"], [call("translate_to_french", {"input": "Good morning"})]
+        ),
         run("translator", "Good morning", "Bonjour", [], [], parent="orchestrator"),
     ], "Agent.as_tool(name='translate_to_french'): translator runs inside the orchestrator's tool call."
 
@@ -231,23 +294,37 @@ async def swarm_handoff() -> tuple[list[dict[str, Any]], str]:
     SCRIPT[:] = [
         [("handoff_to_agent", handoff_args)],
         "Handing off to weather_agent.",
-        [("get_weather", {"city": "Tokyo"})], final]
+        [("get_weather", {"city": "Tokyo"})],
+        final,
+    ]
     result = await swarm.invoke_async(q)
     assert not SCRIPT, f"script not consumed: {SCRIPT}"
     assert str(result.status).lower().endswith("completed"), result.status
     return [
-        run("triage", q, "Handing off to weather_agent.", ["handoff_to_agent"],
-            [call("handoff_to_agent", handoff_args, kind="framework")]),
-        run("weather_agent", q, final, ["get_weather", "handoff_to_agent"],
-            [call("get_weather", {"city": "Tokyo"})], parent="triage"),
-    ], ("Swarm(triage -> weather_agent). Swarm injects its handoff_to_agent tool into every node. "
+        run(
+            "triage",
+            q,
+            "Handing off to weather_agent.",
+            ["handoff_to_agent"],
+            [call("handoff_to_agent", handoff_args, kind="framework")],
+        ),
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather", "handoff_to_agent"],
+            [call("get_weather", {"city": "Tokyo"})],
+            parent="triage",
+        ),
+    ], (
+        "Swarm(triage -> weather_agent). Swarm injects its handoff_to_agent tool into every node. "
         "triage's model ends its turn after the handoff call with a short text. Both agents' "
         "prompts are built by the Swarm ('Context:\\nUser Request: <query>' + handoff message + "
-        "agent list); user_query here is the original request the script gave the swarm.")
+        "agent list); user_query here is the original request the script gave the swarm."
+    )
 
 
-SCENARIOS = [single_tool, multi_step, parallel, tool_error, invalid_args_retry, no_tool, agent_as_tool,
-             swarm_handoff]
+SCENARIOS = [single_tool, multi_step, parallel, tool_error, invalid_args_retry, no_tool, agent_as_tool, swarm_handoff]
 
 
 async def main(only: list[str]) -> None:
@@ -258,9 +335,16 @@ async def main(only: list[str]) -> None:
             continue
         runs, notes = await fn()
         written = REC.write(out / fn.__name__)
-        truth = {"framework": "strands-agents", "instrumentation": "strands-agents (built-in)",
-                 "versions": versions, "content_capture": not VARIANT.endswith("_redacted"), "scenario": fn.__name__,
-                 "environment": VARIANTS[VARIANT], "runs": runs, "notes": notes or None}
+        truth = {
+            "framework": "strands-agents",
+            "instrumentation": "strands-agents (built-in)",
+            "versions": versions,
+            "content_capture": not VARIANT.endswith("_redacted"),
+            "scenario": fn.__name__,
+            "environment": VARIANTS[VARIANT],
+            "runs": runs,
+            "notes": notes or None,
+        }
         (out / f"{fn.__name__}.truth.json").write_text(json.dumps(truth, indent=1) + "\n")
         print(fn.__name__, [p.name for p in written])
 
