@@ -153,6 +153,35 @@ def show_tree(path: str | Path, keys: list[str] | None = None, width: int = 160)
     return "\n".join(lines)
 
 
+def load_logs(path: str | Path) -> list[dict[str, Any]]:
+    """Every log record of a ``.logs.jsonl`` file, attributes and body unwrapped, scope added."""
+    records: list[dict[str, Any]] = []
+    for line in Path(path).read_text().splitlines():
+        if not line.strip():
+            continue
+        for rl in json.loads(line).get("resourceLogs", []):
+            for sl in rl.get("scopeLogs", []):
+                for lr in sl.get("logRecords", []):
+                    lr = dict(lr)
+                    lr["attrs"] = {a["key"]: _value(a.get("value", {})) for a in lr.get("attributes", [])}
+                    lr["body_value"] = _value(lr.get("body", {}))
+                    lr["scope"] = sl.get("scope", {}).get("name", "")
+                    records.append(lr)
+    return records
+
+
+def show_logs(path: str | Path, width: int = 400) -> str:
+    lines = []
+    for lr in load_logs(path):
+        lines.append(f"- {lr.get('eventName', '')} [scope={lr['scope']} span={lr.get('spanId', '')}]")
+        for k, v in lr["attrs"].items():
+            text = v if isinstance(v, str) else json.dumps(v)
+            lines.append(f"    {k} = {text[:width]}")
+        if lr["body_value"] is not None:
+            lines.append(f"    body = {json.dumps(lr['body_value'])[:width]}")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     import sys
 
@@ -164,4 +193,4 @@ if __name__ == "__main__":
         del args[i:i + 2]
     for file in args:
         print(f"== {file}")
-        print(show_tree(file, chosen))
+        print(show_logs(file) if file.endswith(".logs.jsonl") else show_tree(file, chosen))
