@@ -170,8 +170,14 @@ def assemble_runs(
 
     out: list[tuple[int, AgentRun]] = []
     for root_id, run in runs.items():
-        parent_root, _ = enclosing(root_id, include_self=False) if root_id in roots else (None, "")
+        parent_root, top = enclosing(root_id, include_self=False) if root_id in roots else (None, "")
         agent_run = _build(run, parent_root, opts)
+        if parent_root is None and top != root_id and top in by_span and top not in runs:
+            # A wrapper that is no run (Strands' invoke_swarm) holds the user's own words; the agent
+            # inside only sees a framework-built prompt ("Context: … User Request: …").
+            wrapper_query = _first(f.user_query for f in by_span[top])
+            if wrapper_query and opts.capture_content:
+                agent_run.user_query = wrapper_query
         start = min((f.start_time_unix_nano for f in run.agent_facts), default=0) or _first_start(run)
         out.append((start, agent_run))
     out.sort(key=lambda item: item[0])
@@ -197,10 +203,14 @@ def _reparent_handoffs(runs: list[AgentRun]) -> None:
             if call.kind != "framework":
                 continue
             target = _handoff_target(call)
-            if not target:
+            generic = call.name in ("transfer_to_agent", "handoff_to_agent")
+            if not target and not generic:
                 continue
             for later in runs[n + 1 :]:
-                if later.agent_name == target and later.parent_run_id == run.parent_run_id:
+                if later.parent_run_id != run.parent_run_id or later.run_id == run.run_id:
+                    continue
+                # with the target's name redacted, a generic handoff goes to the next sibling agent
+                if later.agent_name == target or (target is None and generic):
                     later.parent_run_id = run.run_id
                     break
 

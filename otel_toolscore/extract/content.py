@@ -23,10 +23,10 @@ __all__ = [
     "genai_input_messages",
     "genai_output_messages",
     "io_value_input",
-    "mastra_agent_output",
-    "mastra_step_output",
     "io_value_output",
     "log_event_body",
+    "mastra_agent_output",
+    "mastra_step_output",
     "openinference_flat",
     "openinference_output_value",
     "pydantic_all_messages",
@@ -169,7 +169,9 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     if isinstance(body, Mapping):  # span-event attributes carry nested values as JSON strings
         body = {k: maybe_json(v) if k in ("message", "content", "tool_calls") else v for k, v in body.items()}
     if name == "gen_ai.choice":
-        if isinstance(body, Mapping) and "message" not in body and ("tool_calls" in body or "content" in body):
+        if isinstance(body, Mapping) and isinstance(body.get("message"), list):  # content blocks (Strands)
+            body = {"message": {"role": "assistant", "content": body["message"]}}
+        elif isinstance(body, Mapping) and "message" not in body and ("tool_calls" in body or "content" in body):
             body = {"message": {"role": "assistant", **body}}
         _absorb_output(facts, parse_messages(body), opts, fallback=False)
         return

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import ToolCall, ToolDefinition
-from .values import Bad, literal, load_json, maybe_json, truncate, truncate_value
+from .values import REDACTION_MARKERS, Bad, literal, load_json, maybe_json, truncate, truncate_value
 
 __all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "SpanFacts"]
 
@@ -40,7 +40,7 @@ class ExtractOptions:
 
     max_chars: int = 8192
     capture_content: bool = True
-    framework_tool_names: frozenset[str] = frozenset({"final_result", "final_answer"})
+    framework_tool_names: frozenset[str] = frozenset({"final_result", "final_answer", "handoff_to_agent"})
     framework_tool_prefixes: tuple[str, ...] = ("transfer_to_", "final_result_", "handoff to ")
     include_framework_calls: bool = True
     max_calls_per_run: int = 2000
@@ -141,12 +141,13 @@ class SpanFacts:
             self.user_query = None
             self.final_output = None
         else:
-            self.user_query = truncate(self.user_query, opts.max_chars)
-            self.final_output = truncate(self.final_output, opts.max_chars)
+            # surrounding whitespace is formatting (Strands appends "\n" to answers), not content
+            self.user_query = truncate(self.user_query.strip() or None if self.user_query else None, opts.max_chars)
+            self.final_output = truncate(self.final_output.strip() or None if self.final_output else None, opts.max_chars)
         return self
 
     def _content(self, value: Any, opts: ExtractOptions, what: str) -> Any:
-        if value is None or not opts.capture_content:
+        if value is None or not opts.capture_content or (isinstance(value, str) and value in REDACTION_MARKERS):
             return None
         if isinstance(value, str):
             parsed = maybe_json(value)

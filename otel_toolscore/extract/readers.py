@@ -151,6 +151,7 @@ def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]
         ("gen_ai.input.messages", genai_input_messages),
         ("gen_ai.output.messages", genai_output_messages),
         ("gen_ai.tool.definitions", tool_definitions),
+        ("gen_ai.agent.tools", tool_definitions),  # Strands: JSON list of tool names
     ):
         value = a.get(key)
         if value is not None:
@@ -337,8 +338,15 @@ def _mastra(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str
 
 def _span_events(rec: SpanRecord, f: SpanFacts, convs: list[str]) -> None:
     found = False
+    tool = f.role == "tool"
     for ename, eattrs, _t in rec.events:
-        if ename in _BODY_EVENTS:
+        if tool and ename == "gen_ai.tool.message":  # Strands: the call's arguments
+            if f.raw_arguments is None:
+                f.raw_arguments = eattrs.get("content")
+        elif tool and ename == "gen_ai.choice":  # Strands: the call's result
+            if f.raw_result is None:
+                f.raw_result = eattrs.get("message")
+        elif ename in _BODY_EVENTS:
             body: Any = eattrs.get("body", eattrs)
             f.defer(log_event_body, (ename, body))
             found = True

@@ -126,9 +126,13 @@ class _Collector:
 
     def runs(self, report: ExtractionReport) -> list[AgentRun]:
         out: list[AgentRun] = []
+        loops: list[tuple[AgentRun, set[str]]] = []
         for trace_id, facts in self.facts.items():
             try:
-                out.extend(assemble_runs(facts, self.parents.get(trace_id, {}), options=self.options))
+                trace_runs = assemble_runs(facts, self.parents.get(trace_id, {}), options=self.options)
+                if _stitch(trace_runs, facts, loops):
+                    continue
+                out.extend(trace_runs)
             except Exception as exc:
                 src = self.fact_report.get(id(facts[0])) or (report.sources[0] if report.sources else None)
                 if src is not None:
@@ -143,6 +147,34 @@ class _Collector:
         report.traces = len(self.facts)
         report.runs = len(out)
         return out
+
+
+def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[tuple[AgentRun, set[str]]]) -> bool:
+    """Join a hand-written tool loop that left one trace per model call (no enclosing span).
+
+    A trace whose only run has no agent (a bare model call) continues an earlier such run when its
+    input replays a tool call that run requested (same call id): the ids prove it is the same
+    conversation turn. Returns True when the trace was merged into an earlier run.
+    """
+    if len(trace_runs) != 1 or trace_runs[0].agent_name is not None or trace_runs[0].parent_run_id is not None:
+        return False
+    if any(f.role == "agent" for f in facts):
+        return False
+    run = trace_runs[0]
+    history = set().union(*(f.history_ids for f in facts))
+    for earlier, _ in reversed(loops):
+        requested = {c.call_id for c in earlier.tool_calls if c.call_id}
+        if history & requested:
+            known = requested
+            earlier.tool_calls.extend(c for c in run.tool_calls if not c.call_id or c.call_id not in known)
+            earlier.final_output = run.final_output or earlier.final_output
+            earlier.user_query = earlier.user_query or run.user_query
+            if not earlier.available_tools:
+                earlier.available_tools = run.available_tools
+            earlier.conventions.extend(c for c in run.conventions if c not in earlier.conventions)
+            return True
+    loops.append((run, history))
+    return False
 
 
 # -- decoding ---------------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ __all__ = [
     "truncate_value",
 ]
 
+#: Values instrumentations write in place of captured content (Strands/Mastra, OpenInference, ADK).
+REDACTION_MARKERS = frozenset({"[REDACTED]", "__REDACTED__", "<elided>", "[redacted]"})
+
 #: Call ids that mean "no id" (ADK writes ``'<not specified>'``; ids may carry stray blanks).
 _NO_ID = frozenset({"", "<not specified>", "none", "null", "undefined"})
 
@@ -52,6 +55,8 @@ def load_json(value: Any) -> Any:
             return Bad(repr(value[:80]), "attribute is not UTF-8")
     if not isinstance(value, str):
         return value
+    if value in REDACTION_MARKERS:
+        return None
     try:
         return json.loads(value)
     except (ValueError, RecursionError) as exc:
@@ -164,6 +169,10 @@ class ParsedMessages:
 
 def _call_from(entry: Mapping[str, Any]) -> RawCall | None:
     """A tool call from one part / tool_calls entry / content block, or ``None``."""
+    tu = entry.get("toolUse")
+    if isinstance(tu, Mapping):  # Bedrock Converse content block (Strands)
+        name = tu.get("name")
+        return RawCall(str(name), clean_id(tu.get("toolUseId")), tu.get("input")) if name else None
     fc = entry.get("function_call") or entry.get("functionCall")
     if isinstance(fc, Mapping):  # Gemini / ADK part
         name = fc.get("name")
@@ -200,6 +209,9 @@ def _result_id(entry: Mapping[str, Any]) -> str | None:
     fr = entry.get("function_response") or entry.get("functionResponse")  # Gemini / ADK parts
     if isinstance(fr, Mapping):
         return clean_id(fr.get("id"))
+    tr = entry.get("toolResult")  # Bedrock Converse (Strands)
+    if isinstance(tr, Mapping):
+        return clean_id(tr.get("toolUseId"))
     return None
 
 
@@ -218,6 +230,10 @@ def error_type_of_text(value: Any) -> str | None:
 
 def _result_value(entry: Mapping[str, Any]) -> tuple[Any, str | None]:
     """A tool result part's value and, when the part says the call failed, an error type."""
+    tr = entry.get("toolResult")
+    if isinstance(tr, Mapping):
+        content = tr.get("content")
+        return content, ("tool_error" if tr.get("status") == "error" else None)
     if entry.get("type") == "tool-error":
         return entry.get("error"), "tool_error"
     if entry.get("is_error") is True or entry.get("isError") is True:
