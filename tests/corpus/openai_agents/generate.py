@@ -28,9 +28,12 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 from _record import Recorder  # noqa: E402
 from agents import (  # noqa: E402
     Agent,
+    ModelBehaviorError,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
+    RunConfig,
     Runner,
+    SQLiteSession,
     function_tool,
     set_trace_processors,
 )
@@ -100,9 +103,17 @@ class Scenarios:
     def agent(self, name: str, tools: list[Any], **kw: Any) -> Agent[Any]:
         return Agent(name=name, instructions=f"You are the {name} agent.", model=self.model, tools=tools, **kw)
 
-    async def go(self, agent: Agent[Any], query: str, script: list[dict[str, Any]]) -> str:
+    async def go(
+        self, agent: Agent[Any], query: str, script: list[dict[str, Any]], expect_error: bool = False, **kw: Any
+    ) -> str | None:
         self.fake.script(script)
-        result = await Runner.run(agent, query, max_turns=6)
+        try:
+            result = await Runner.run(agent, query, max_turns=6, **kw)
+        except ModelBehaviorError:
+            if not expect_error:
+                raise
+            return None
+        assert not expect_error, "the run was expected to fail"
         assert not self.fake.replies, "script not consumed"
         return str(result.final_output)
 
@@ -270,6 +281,63 @@ class Scenarios:
             "same conversation, so its user_query is the original one. triage has no final output."
         )
 
+    async def unknown_tool(self) -> tuple[list[dict[str, Any]], str]:
+        q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+        await self.go(
+            self.agent("weather_agent", [get_weather]),
+            q,
+            [
+                {"tool_calls": [("get_forecast", {"city": "Paris"})]},
+                {"tool_calls": [("get_weather", {"city": "Paris"})]},
+                {"content": final},
+            ],
+            run_config=RunConfig(tool_not_found_behavior="return_error_to_model"),
+        )
+        return [
+            run(
+                "weather_agent",
+                q,
+                final,
+                ["get_weather"],
+                [call("get_forecast", {"city": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+            )
+        ], (
+            "The model first calls get_forecast, which the agent does not have. With "
+            "RunConfig(tool_not_found_behavior='return_error_to_model') the SDK sends "
+            "\"Tool 'get_forecast' not found.\" back and the model retries with get_weather."
+        )
+
+    async def unknown_tool_fatal(self) -> tuple[list[dict[str, Any]], str]:
+        q = "What is the weather in Paris?"
+        await self.go(
+            self.agent("weather_agent", [get_weather]),
+            q,
+            [{"tool_calls": [("get_forecast", {"city": "Paris"})]}],
+            expect_error=True,
+        )
+        return [
+            run("weather_agent", q, None, ["get_weather"], [call("get_forecast", {"city": "Paris"}, status="error")])
+        ], (
+            "The model calls get_forecast, which the agent does not have; with the default "
+            "tool_not_found_behavior the SDK raises ModelBehaviorError and the run ends without an answer."
+        )
+
+    async def two_turns(self) -> tuple[list[dict[str, Any]], str]:
+        session = SQLiteSession("corpus-session")  # in-memory; both runs share the conversation
+        agent = self.agent("weather_agent", [get_weather])
+        q1, f1 = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+        q2, f2 = "And in Tokyo?", "It is 25C and sunny in Tokyo."
+        await self.go(
+            agent, q1, [{"tool_calls": [("get_weather", {"city": "Paris"})]}, {"content": f1}], session=session
+        )
+        await self.go(
+            agent, q2, [{"tool_calls": [("get_weather", {"city": "Tokyo"})]}, {"content": f2}], session=session
+        )
+        return [
+            run("weather_agent", q1, f1, ["get_weather"], [call("get_weather", {"city": "Paris"})]),
+            run("weather_agent", q2, f2, ["get_weather"], [call("get_weather", {"city": "Tokyo"})]),
+        ], "Two Runner.run calls sharing an in-memory SQLiteSession: two traces (one per run) in one file."
+
 
 SCENARIOS = [
     "single_tool",
@@ -280,6 +348,9 @@ SCENARIOS = [
     "no_tool",
     "agent_as_tool",
     "handoff",
+    "unknown_tool",
+    "unknown_tool_fatal",
+    "two_turns",
 ]
 
 
