@@ -284,6 +284,51 @@ def session() -> tuple[list[dict[str, Any]], str]:
     )
 
 
+def unknown_tool() -> tuple[list[dict[str, Any]], str]:
+    q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+    go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [ask(("get_forecast", {"city": "Paris"})), ask(("get_weather", {"city": "Paris"})), say(final)],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_forecast", {"city": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+        )
+    ], (
+        "The model first calls get_forecast, which the agent does not have; ToolNode answers with an "
+        "error ToolMessage (no tool runs) and the model retries with get_weather."
+    )
+
+
+def two_turns() -> tuple[list[dict[str, Any]], str]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = create_react_agent(
+        ScriptedChatModel(),
+        tools=[get_weather],
+        name="weather_agent",
+        prompt="You are the weather_agent.",
+        checkpointer=InMemorySaver(),
+    )
+    q1, f1 = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+    q2, f2 = "And in Tokyo?", "It is 25C and sunny in Tokyo."
+    cfg = {"configurable": {"thread_id": "thread-7"}}
+    go(graph, q1, [ask(("get_weather", {"city": "Paris"})), say(f1)], **cfg)
+    go(graph, q2, [ask(("get_weather", {"city": "Tokyo"})), say(f2)], **cfg)
+    return [
+        run("weather_agent", q1, f1, ["get_weather"], [call("get_weather", {"city": "Paris"})]),
+        run("weather_agent", q2, f2, ["get_weather"], [call("get_weather", {"city": "Tokyo"})]),
+    ], (
+        "Two invocations of one graph with an InMemorySaver checkpointer and thread_id=thread-7: two "
+        "traces in one file; the second run's state (and root input/output) includes the first turn."
+    )
+
+
 def supervisor_handoff() -> tuple[list[dict[str, Any]], str]:
     from langgraph_supervisor import create_supervisor
 
@@ -374,6 +419,8 @@ SCENARIOS = [
     session,
     supervisor_handoff,
     lc_create_agent,
+    unknown_tool,
+    two_turns,
 ]
 
 
