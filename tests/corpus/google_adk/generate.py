@@ -168,7 +168,7 @@ async def go(root: LlmAgent, query: str, script: list[Turn], expect_error: bool 
         ):
             if event.is_final_response() and event.content and event.content.parts:
                 final = "".join(p.text or "" for p in event.content.parts) or final
-    except RuntimeError:
+    except (RuntimeError, ValueError):
         if not expect_error:
             raise
     assert not SCRIPT, f"script not consumed: {SCRIPT}"
@@ -326,6 +326,51 @@ async def sub_agent_transfer() -> tuple[list[dict[str, Any]], str]:
     )
 
 
+async def unknown_tool() -> tuple[list[dict[str, Any]], str]:
+    q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+    await go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [[("get_forecast", {"city": "Paris"})], [("get_weather", {"city": "Paris"})], final],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_forecast", {"city": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+        )
+    ], (
+        "The model first calls get_forecast, which the agent does not have. ADK's tool lookup fails "
+        "(ValueError 'Tool not found'); with no error callback ADK itself answers the call with a "
+        "tool-not-found error response (non-fatal) and the model retries with get_weather."
+    )
+
+
+async def two_turns() -> tuple[list[dict[str, Any]], str]:
+    SCRIPT[:] = [[("get_weather", {"city": "Paris"})], "It is 18C and cloudy in Paris."]
+    root = agent("weather_agent", [get_weather])
+    runner = InMemoryRunner(agent=root, app_name="corpus")
+    await runner.session_service.create_session(app_name="corpus", user_id="user-1", session_id="session-2")
+    turns = [
+        ("What is the weather in Paris?", "Paris", "It is 18C and cloudy in Paris."),
+        ("And in Tokyo?", "Tokyo", "It is 25C and sunny in Tokyo."),
+    ]
+    runs = []
+    for query, city, final in turns:
+        SCRIPT[:] = [[("get_weather", {"city": city})], final]
+        async for _ in runner.run_async(
+            user_id="user-1",
+            session_id="session-2",
+            new_message=types.Content(role="user", parts=[types.Part(text=query)]),
+        ):
+            pass
+        assert not SCRIPT, f"script not consumed: {SCRIPT}"
+        runs.append(run("weather_agent", query, final, ["get_weather"], [call("get_weather", {"city": city})]))
+    return runs, "Two user turns in one session (session-2): two invocation traces in one file, same conversation id."
+
+
 SCENARIOS = [
     single_tool,
     multi_step,
@@ -336,6 +381,8 @@ SCENARIOS = [
     agent_as_tool,
     sub_agent_transfer,
     tool_error_fatal,
+    unknown_tool,
+    two_turns,
 ]
 
 
