@@ -228,10 +228,10 @@ class ScoringService:
         def pending_bytes(_options: CallbackOptions) -> Iterable[Observation]:
             return [Observation(buffer_ref.buffer.bytes)]
 
-        meter.create_observable_gauge(
+        self._pending_spans_gauge = meter.create_observable_gauge(
             names.METRIC_SERVICE_PENDING_SPANS, [pending_spans], unit="{span}", description="Spans buffered by the service."
         )
-        meter.create_observable_gauge(
+        self._pending_bytes_gauge = meter.create_observable_gauge(
             names.METRIC_SERVICE_PENDING_BYTES,
             [pending_bytes],
             unit="By",
