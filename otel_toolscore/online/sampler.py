@@ -266,7 +266,7 @@ class JudgeSampler:
             return None
         new_sequence = False
         if self.always_when_new_sequence:
-            key = hash((run.agent_name, tuple(c.name for c in run.scored_calls())))
+            key = hash((run.agent_name, tuple([c.name for c in run.tool_calls if c.kind == "tool"])))
             new_sequence = self.sequences.is_new(key)
         if self.in_ratio(scored.ref.trace_id):
             return "ratio"
