@@ -324,7 +324,51 @@ async def swarm_handoff() -> tuple[list[dict[str, Any]], str]:
     )
 
 
-SCENARIOS = [single_tool, multi_step, parallel, tool_error, invalid_args_retry, no_tool, agent_as_tool, swarm_handoff]
+async def unknown_tool() -> tuple[list[dict[str, Any]], str]:
+    q, final = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+    await go(
+        agent("weather_agent", [get_weather]),
+        q,
+        [[("get_forecast", {"city": "Paris"})], [("get_weather", {"city": "Paris"})], final],
+    )
+    return [
+        run(
+            "weather_agent",
+            q,
+            final,
+            ["get_weather"],
+            [call("get_forecast", {"city": "Paris"}, status="error"), call("get_weather", {"city": "Paris"})],
+        )
+    ], (
+        "The model first calls get_forecast, which the agent does not have; Strands answers with an "
+        "error toolResult and the model retries with get_weather."
+    )
+
+
+async def two_turns() -> tuple[list[dict[str, Any]], str]:
+    a = agent("weather_agent", [get_weather])
+    q1, f1 = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+    q2, f2 = "And in Tokyo?", "It is 25C and sunny in Tokyo."
+    await go(a, q1, [[("get_weather", {"city": "Paris"})], f1])
+    await go(a, q2, [[("get_weather", {"city": "Tokyo"})], f2])
+    return [
+        run("weather_agent", q1, f1, ["get_weather"], [call("get_weather", {"city": "Paris"})]),
+        run("weather_agent", q2, f2, ["get_weather"], [call("get_weather", {"city": "Tokyo"})]),
+    ], "The same Agent invoked twice (history kept in memory): two invoke_agent traces in one file."
+
+
+SCENARIOS = [
+    single_tool,
+    multi_step,
+    parallel,
+    tool_error,
+    invalid_args_retry,
+    no_tool,
+    agent_as_tool,
+    swarm_handoff,
+    unknown_tool,
+    two_turns,
+]
 
 
 async def main(only: list[str]) -> None:
