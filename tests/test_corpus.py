@@ -45,6 +45,19 @@ TRUTH_NOT_IN_TRACE: list[tuple[str, int | None, str, Any, str]] = [
      "ToolLoopAgent id 'weather-agent' appears nowhere in the trace (vercel_ai/README.md)"),
     ("openai_agents/openinference/*", None, "available_tools", [],
      "OpenInference's openai-agents processor records no tool list with the Chat Completions model"),
+    ("openai_agents/otel_v2*/*", None, "available_tools", [],
+     "the OTel contrib openai-agents instrumentation records no tool definitions (grep finds none)"),
+    ("openai_agents/openllmetry/*", None, "available_tools", [],
+     "OpenLLMetry's openai-agents instrumentation records no tool definitions with Chat Completions"),
+    ("openai_agents/openllmetry/*", None, "final_output", None,
+     "OpenLLMetry records no output messages with Chat Completions: 'the final answer of a run appears "
+     "nowhere' (openai_agents/README.md)"),
+    ("openai_agents/openllmetry/handoff.truth.json", 0, "tool_calls", [],
+     "triage's only model call has no output messages; transfer_to_weather_agent shows up only as "
+     "history in weather_agent's input, i.e. in another run"),
+    ("openai_agents/*_nocontent/handoff.truth.json", 0, "tool_calls", [],
+     "with content off the handoff is only a handoff span; the name transfer_to_weather_agent appears "
+     "nowhere (openai_agents/README.md, 'With content off')"),
 ]
 
 

@@ -21,11 +21,14 @@ Rules (issue 3, ``spec/scorers.md``):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..model import AgentRun, ToolCall, ToolDefinition
+from .content import requested_calls
 from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
+from .values import RawCall
 
 __all__ = ["assemble_runs"]
 
@@ -130,10 +133,14 @@ def assemble_runs(
     # unnamed agent span that only wraps named ones (openai-agents' ``Agent workflow``) is none.
     outer_of = {r: nearest_root(r, roots) for r in roots}
     enclosing_roots = {o for o, _ in outer_of.values() if o is not None}
+    # roots that own a model call or a tool call themselves (not through a nested agent)
+    owners = {nearest_root(s, roots)[0] for s in by_span if s not in roots and role_of(s) in ("tool", "llm")}
     drop = set()
     for r, (outer, through_tool) in outer_of.items():
         name = explicit_name(r)
-        if (outer is not None and not through_tool and name is not None and name == explicit_name(outer)) or (name is None and r in enclosing_roots):
+        same_agent = outer is not None and not through_tool and name is not None and name == explicit_name(outer)
+        wrapper = r in enclosing_roots and (name is None or r not in owners)
+        if same_agent or wrapper:  # a wrapper around agents ("Agent workflow", a swarm) is no agent
             drop.add(r)
     merged_into = {r: outer_of[r][0] for r in drop if outer_of[r][0] is not None and explicit_name(r)}
     roots -= drop
@@ -169,6 +176,14 @@ def assemble_runs(
             _place(run, span_id, fs, role_of(span_id))
 
     out: list[tuple[int, AgentRun]] = []
+    handoffs: list[tuple[str | None, str | None, str | None, int]] = []  # (source run, from, to, time)
+    for s, fs in by_span.items():
+        for f in fs:
+            if f.handoff_to is not None or f.handoff_from is not None:
+                src, _ = enclosing(s, include_self=False)
+                handoffs.append((src, f.handoff_from, f.handoff_to, f.start_time_unix_nano))
+    spans_of = {r: (min((f.start_time_unix_nano for f in run.agent_facts), default=0),
+                    max((f.end_time_unix_nano for f in run.agent_facts), default=0)) for r, run in runs.items()}
     for root_id, run in runs.items():
         parent_root, top = enclosing(root_id, include_self=False) if root_id in roots else (None, "")
         agent_run = _build(run, parent_root, opts)
@@ -182,7 +197,7 @@ def assemble_runs(
         out.append((start, agent_run))
     out.sort(key=lambda item: item[0])
     result = [r for _, r in out]
-    _reparent_handoffs(result)
+    _reparent_handoffs(result, handoffs, spans_of)
     return result
 
 
@@ -195,24 +210,98 @@ def _handoff_target(call: ToolCall) -> str | None:
     return None
 
 
-def _reparent_handoffs(runs: list[AgentRun]) -> None:
-    """A run handed off to by a sibling run becomes that run's child (``parent_run_id``): the
-    frameworks start the target agent beside the one that transferred, not inside it."""
-    for n, run in enumerate(runs):
+def _reparent_handoffs(
+    runs: list[AgentRun],
+    handoff_spans: list[tuple[str | None, str | None, str | None, int]],
+    times: Mapping[str, tuple[int, int]],
+) -> None:
+    """Frameworks start a handed-off-to agent (and, in OpenLLMetry's openai-agents, an agent used as
+    a tool) *beside* the agent that called it. Such a run becomes the caller's child when:
+
+    * the caller made a handoff call naming it (``transfer_to_<name>``, ``agent_name`` argument) or a
+      generic one whose target was redacted (then: the next sibling agent);
+    * a handoff span names the source (enclosing run or ``from_agent``) and the target (or none:
+      the next sibling agent starting after the span);
+    * the run starts and ends inside one of a sibling run's tool calls.
+    """
+    by_id = {r.run_id: r for r in runs}
+
+    def next_sibling(source: AgentRun, target: str | None, after: int = 0) -> AgentRun | None:
+        for later in runs[runs.index(source) + 1 :]:
+            if later.parent_run_id != source.parent_run_id or later.run_id == source.run_id:
+                continue
+            if times.get(later.run_id, (0, 0))[0] < after:
+                continue
+            if target is None or later.agent_name == target:
+                return later
+        return None
+
+    moves: list[tuple[AgentRun, AgentRun]] = []
+    for run in runs:
         for call in run.tool_calls:
             if call.kind != "framework":
                 continue
             target = _handoff_target(call)
             generic = call.name in ("transfer_to_agent", "handoff_to_agent")
-            if not target and not generic:
+            if target or generic:
+                hit = next_sibling(run, target)
+                if hit is not None:
+                    moves.append((run, hit))
+    for src_id, from_name, to_name, at in handoff_spans:
+        source = by_id.get(src_id) if src_id else None
+        if source is None and from_name:
+            source = next((r for r in runs if r.agent_name == from_name and times.get(r.run_id, (0, 0))[0] <= at), None)
+        if source is not None:
+            hit = next_sibling(source, to_name, after=at)
+            if hit is not None:
+                moves.append((source, hit))
+    for run in runs:
+        start, end = times.get(run.run_id, (0, 0))
+        if not start:
+            continue
+        for other in runs:
+            if other is run or other.parent_run_id != run.parent_run_id:
                 continue
-            for later in runs[n + 1 :]:
-                if later.parent_run_id != run.parent_run_id or later.run_id == run.run_id:
-                    continue
-                # with the target's name redacted, a generic handoff goes to the next sibling agent
-                if later.agent_name == target or (target is None and generic):
-                    later.parent_run_id = run.run_id
-                    break
+            if any(
+                c.source == "span" and c.start_time_unix_nano and c.end_time_unix_nano
+                and c.start_time_unix_nano <= start and end <= c.end_time_unix_nano
+                for c in other.tool_calls
+            ):
+                moves.append((other, run))
+                break
+    for source, child in moves:
+        if child.parent_run_id == source.parent_run_id and child is not source:
+            child.parent_run_id = source.run_id
+
+
+def _call_key(raw: RawCall) -> tuple[str, str]:
+    if raw.call_id:
+        return ("id", raw.call_id)
+    return (raw.name, json.dumps(raw.arguments, sort_keys=True, default=str))
+
+
+def _fill_unreported_outputs(llm_groups: list[list[SpanFacts]], opts: ExtractOptions) -> None:
+    """Model calls that record their input but not their output (OpenLLMetry with Chat Completions):
+    a tool call that first shows up in a later model call's input, and was not already in the run's
+    first input (earlier turns), was requested by the model call just before it."""
+    seen: set[tuple[str, str]] = set()
+    for i, fs in enumerate(llm_groups):
+        history = [raw for f in fs for raw in f.history_calls]
+        new = [raw for raw in history if _call_key(raw) not in seen]
+        seen.update(_call_key(raw) for raw in history)
+        if i == 0 or not new:
+            continue
+        previous = llm_groups[i - 1]
+        if any(f.requested for f in previous) or not any(f.history_calls or f.history_ids or f.user_query for f in previous):
+            continue  # the previous call reported its output, or recorded nothing at all (content off)
+        unique: dict[tuple[str, str], RawCall] = {}
+        for raw in new:
+            unique.setdefault(_call_key(raw), raw)
+        previous[0].requested = requested_calls(previous[0], list(unique.values()), opts)
+
+
+def _names_missing_tool(message: str, name: str) -> bool:
+    return "not found" in message.lower() and (f"'{name}'" in message or f'"{name}"' in message)
 
 
 def _first_start(run: _Run) -> int:
@@ -257,6 +346,7 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
     for f in everything:
         results.update(f.results)
 
+    _fill_unreported_outputs(llm_groups, opts)
     outputs: list[list[ToolCall]] = []
     for fs in llm_groups:
         # a span's own attributes first, its log events only when the attributes carried no calls
@@ -324,6 +414,12 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
     calls.sort(key=lambda item: item[0])
     tools: list[ToolDefinition] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
     known = {t.name for t in tools}
+    failures = [f.error_message for f in everything if f.error_message and f.call is None]
+    if failures:
+        for _, c in calls:
+            if c.source == "requested" and c.status == "ok" and any(_names_missing_tool(m, c.name) for m in failures):
+                c.status = "error"  # the run stopped on it: "Tool not found: {'tool_name': 'x'}"
+                c.error_type = "unknown_tool"
     if known:
         for _, c in calls:
             if c.source == "requested" and c.status == "ok" and c.name not in known and c.kind == "tool":

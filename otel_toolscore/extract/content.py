@@ -13,7 +13,7 @@ from typing import Any
 
 from ..model import ToolCall, ToolDefinition
 from .facts import ExtractOptions, SpanFacts
-from .values import Bad, ParsedMessages, load_json, maybe_json, parse_messages, text_of, truncate_value
+from .values import Bad, ParsedMessages, RawCall, load_json, maybe_json, parse_messages, text_of, truncate_value
 
 __all__ = [
     "adk_llm_request",
@@ -47,9 +47,10 @@ def _json(facts: SpanFacts, value: Any, what: str) -> Any:
     return parsed
 
 
-def _requested(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, start: int = 0) -> list[ToolCall]:
+def requested_calls(facts: SpanFacts, raws: list[RawCall], opts: ExtractOptions) -> list[ToolCall]:
+    """Requested :class:`ToolCall` s (``source="requested"``) of a model call, in output order."""
     calls = []
-    for n, raw in enumerate(pm.calls[start:]):
+    for n, raw in enumerate(raws):
         args = maybe_json(raw.arguments) if opts.capture_content else None
         calls.append(
             ToolCall.model_construct(
@@ -71,11 +72,16 @@ def _requested(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, st
     return calls
 
 
+def _requested(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, start: int = 0) -> list[ToolCall]:
+    return requested_calls(facts, pm.calls[start:], opts)
+
+
 def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) -> None:
     """Input messages: the user's request, and the ids / results of calls made earlier (history)."""
     for raw in pm.calls:
         if raw.call_id:
             facts.history_ids.add(raw.call_id)
+    facts.history_calls.extend(pm.calls)
     for rid, (value, err) in pm.results.items():
         facts.history_ids.add(rid)
         facts.results[rid] = (truncate_value(maybe_json(value), opts.max_chars) if opts.capture_content else None, err)

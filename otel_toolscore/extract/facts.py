@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import ToolCall, ToolDefinition
-from .values import REDACTION_MARKERS, Bad, literal, load_json, maybe_json, truncate, truncate_value
+from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, truncate, truncate_value
 
 __all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "SpanFacts"]
 
@@ -82,7 +82,11 @@ class SpanFacts:
     status: str = "ok"
     error_type: str | None = None
     framework: bool = False
-    #: a handoff / agent-as-tool target named by the span (e.g. ``gen_ai.agent.handoff.target.name``)
+    #: the agent a handoff span hands over to (openai-agents' handoff spans), for run nesting
+    handoff_to: str | None = None
+    handoff_from: str | None = None
+    #: status message of a span that ended in error (a framework's "Tool not found: …" on a turn span)
+    error_message: str | None = None
     from_log: bool = False
     #: span attributes of a run root, by reference (``AgentRun.attributes`` is built from them)
     attributes: Mapping[str, Any] | None = None
@@ -93,6 +97,8 @@ class SpanFacts:
     #: requested calls that come from a whole-conversation dump (used only when no model span has any)
     requested_fallback: list[ToolCall] = field(default_factory=list)
     history_ids: set[str] = field(default_factory=set)
+    #: tool calls replayed in this model call's input (name, id, arguments), in order
+    history_calls: list[RawCall] = field(default_factory=list)
     #: tool results seen in messages, by call id: (value, error type or None)
     results: dict[str, tuple[Any, str | None]] = field(default_factory=dict)
     user_query: str | None = None

@@ -137,6 +137,10 @@ def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]
         _set_role(f, "llm")
     # other operations (create_agent, invoke_workflow, agent_step, custom values) leave the role to the
     # framework readers below; a span nobody claims ends up "other"
+    if op in ("agent_handoff", "handoff"):  # openai-agents via OTel contrib / OpenLLMetry
+        f.handoff_to = _str(a.get("gen_ai.handoff.to_agent"))
+        f.handoff_from = _str(a.get("gen_ai.handoff.from_agent")) or ""
+        return
     f.agent_name = f.agent_name or _str(a.get("gen_ai.agent.name"))
     f.agent_id = f.agent_id or _str(a.get("gen_ai.agent.id"))
     f.conversation_id = f.conversation_id or _str(a.get("gen_ai.conversation.id"))
@@ -169,6 +173,7 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
         role = "other"  # LangChain marks every graph node named "agent" as AGENT: a step, not a run
     if role == "tool" and "tool.name" not in a and rec.name.startswith("handoff to "):
         role = "other"  # openai-agents handoff: the model's transfer_to_* call carries the real name
+        f.handoff_to = rec.name[len("handoff to ") :] or None
     _set_role(f, role)
     f.conversation_id = f.conversation_id or _str(a.get("session.id"))
     if kind == "AGENT" and f.role == "agent":
@@ -412,6 +417,8 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
                 break
     if not f.role:
         f.role = "other"
+    if rec.status_code == "ERROR" and rec.status_message:
+        f.error_message = rec.status_message[:2000]
     if f.role == "tool":
         if f.tool_name is None:
             f.role = "other"  # a tool span that names no tool is not a call we could report

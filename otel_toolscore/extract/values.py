@@ -88,6 +88,26 @@ def literal(value: Any) -> Any:
         return value
 
 
+def _repr_keywords(text: str) -> dict[str, Any]:
+    """Keyword arguments of a ``Name(key=literal, ...)`` repr, read with ``ast`` (never evaluated)."""
+    if len(text) > 100_000:
+        return {}
+    try:
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    out: dict[str, Any] = {}
+    if isinstance(node, ast.Call):
+        for kw in node.keywords:
+            if kw.arg is None:
+                continue
+            try:
+                out[kw.arg] = ast.literal_eval(kw.value)
+            except (ValueError, SyntaxError, TypeError, RecursionError):
+                continue
+    return out
+
+
 def clean_id(value: Any) -> str | None:
     """A call id, stripped; placeholders for "no id" become ``None``."""
     if value is None:
@@ -220,11 +240,18 @@ def _result_id(entry: Mapping[str, Any]) -> str | None:
 _ERROR_TEXT = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception))(?::|\s*\()")
 
 
+#: openai-agents' answer to a call of a tool the agent does not have.
+_NOT_FOUND_TEXT = re.compile(r"\bTool '[^']*' not found\b")
+
+
 def error_type_of_text(value: Any) -> str | None:
     """The error class named at the start of a tool-result text, if the text is an error report."""
     if isinstance(value, str):
         m = _ERROR_TEXT.match(value)
-        return m.group(1) if m else None
+        if m:
+            return m.group(1)
+        if _NOT_FOUND_TEXT.search(value[:2000]):
+            return "unknown_tool"
     return None
 
 
@@ -308,6 +335,13 @@ def parse_messages(data: Any) -> ParsedMessages:
                 out.results[rid] = _result_value(piece)
                 continue
             text = _part_text(piece)
+            if text and text.startswith("ResponseFunctionToolCall("):
+                # openai-agents (Responses model) via the OTel contrib: a repr of the output item
+                kw = _repr_keywords(text)
+                if kw.get("name"):
+                    out.calls.append(RawCall(str(kw["name"]), clean_id(kw.get("call_id")), kw.get("arguments"),
+                                             position=len(out.calls)))
+                    continue
             if text and text.startswith("{'") and "'tool_calls'" in text:
                 # openai-agents via the OTel contrib: a Python repr of the Chat Completions message
                 repr_msg = literal(text)
