@@ -214,6 +214,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
         state.open.add(span_id)
         if role == "agent":
             state.roots.add(span_id)
+            # What the run's root says at start (its name, mostly): a run nested in it, or the same
+            # agent's inner span (OpenLLMetry's ``X.workflow``), ends first and must see it is inside.
+            started = read_span(record_from_readable(span), self._extract_options)
+            if started is not None and started.role == "agent":
+                state.started[span_id] = started
         # Capture the application's expectation where the run starts (context, attributes, baggage).
         exp = expectation_from_attributes(span.attributes)
         if exp is None:
@@ -345,8 +350,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
         """Assemble and score the run rooted at ``span_id``; the span to hand on (a copy with scores)."""
         state.scored.add(span_id)
         try:
+            facts = state.facts
+            if state.started:
+                facts = [*facts, *(f for sid, f in state.started.items() if sid in state.open)]
             runs = assemble_runs(
-                state.facts,
+                facts,
                 state.parents,
                 local_roots=(state.local_root,) if state.local_root else (),
                 options=self._extract_options,
