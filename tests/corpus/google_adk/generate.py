@@ -8,6 +8,8 @@ Variants (each sets its environment before ADK is imported; see README.md):
     v2_content        schema 2 + OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT
     v1_legacy         ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1 (legacy spans; content in spans by default)
     v1_experimental   schema 1 + OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental + SPAN_AND_EVENT
+    openinference     nothing set, traced by openinference-instrumentation-google-adk (separate venv)
+    openinference_v1  ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1, traced by openinference-instrumentation-google-adk
 
 The model is ``ScriptedLlm`` (a ``BaseLlm`` subclass) popping scripted turns; like Gemini it returns
 function calls without ids, so ADK assigns ``adk-<uuid>`` ids. Nothing talks to Google.
@@ -36,8 +38,17 @@ VARIANTS: dict[str, dict[str, str]] = {
         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT",
     },
+    "openinference": {},
+    "openinference_v1": {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"},
 }
-CONTENT = {"v2_default": False, "v2_content": True, "v1_legacy": True, "v1_experimental": True}
+CONTENT = {
+    "v2_default": False,
+    "v2_content": True,
+    "v1_legacy": True,
+    "v1_experimental": True,
+    "openinference": True,
+    "openinference_v1": True,
+}
 
 VARIANT = sys.argv[1]
 for key in (
@@ -55,6 +66,11 @@ os.environ.update(VARIANTS[VARIANT])
 from _record import Recorder  # noqa: E402
 
 REC = Recorder(service_name="corpus-google-adk")
+if VARIANT.startswith("openinference"):
+    # OpenInference's instrumentor (own venv: requirements-openinference.txt) replaces ADK's tracer.
+    from openinference.instrumentation.google_adk import GoogleADKInstrumentor
+
+    GoogleADKInstrumentor().instrument(tracer_provider=REC.tracer_provider)
 
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.models import BaseLlm, LlmCapabilities, LlmRequest, LlmResponse  # noqa: E402
@@ -387,7 +403,12 @@ SCENARIOS = [
 
 
 async def main(only: list[str]) -> None:
-    versions = {p: md.version(p) for p in ("google-adk", "google-genai", "opentelemetry-sdk")}
+    packages = ["google-adk", "google-genai", "opentelemetry-sdk"]
+    instrumentation = "google-adk (built-in, scope gcp.vertex.agent)"
+    if VARIANT.startswith("openinference"):
+        instrumentation = "openinference-instrumentation-google-adk"
+        packages.append(instrumentation)
+    versions = {p: md.version(p) for p in packages}
     out = HERE / VARIANT
     for fn in SCENARIOS:
         if only and fn.__name__ not in only:
@@ -396,7 +417,7 @@ async def main(only: list[str]) -> None:
         written = REC.write(out / fn.__name__)
         truth = {
             "framework": "google-adk",
-            "instrumentation": "google-adk (built-in, scope gcp.vertex.agent)",
+            "instrumentation": instrumentation,
             "versions": versions,
             "content_capture": CONTENT[VARIANT],
             "scenario": fn.__name__,
