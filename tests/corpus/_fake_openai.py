@@ -299,8 +299,12 @@ def _complete_streamed(client: Any, **kwargs: Any) -> tuple[str | None, list[dic
     return ("".join(content) or None), [calls[i] for i in sorted(calls)]
 
 
-def run_plain_loop(client: Any, scenario: PlainScenario, model: str = "gpt-4o-mini") -> str | None:
-    """The classic loop: call the model, run each requested tool, send the results back, repeat."""
+def run_plain_loop(client: Any, scenario: PlainScenario, model: str = "gpt-4o-mini",
+                   impls: dict[str, Callable[..., str]] | None = None) -> str | None:
+    """The classic loop: call the model, run each requested tool, send the results back, repeat.
+
+    ``impls`` replaces the tool functions (e.g. with decorated ones that make tool spans)."""
+    impls = impls or PLAIN_IMPLS
     messages: list[dict[str, Any]] = [{"role": "system", "content": PLAIN_SYSTEM},
                                       {"role": "user", "content": scenario.query}]
     for _ in range(8):
@@ -318,7 +322,7 @@ def run_plain_loop(client: Any, scenario: PlainScenario, model: str = "gpt-4o-mi
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
             for c in calls]})
         for c in calls:
-            result = PLAIN_IMPLS[c["name"]](**json.loads(c["arguments"]))
+            result = impls[c["name"]](**json.loads(c["arguments"]))
             messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
     raise RuntimeError("tool loop did not finish")
 
