@@ -1,0 +1,179 @@
+"""deploy/: docker-compose and Kubernetes manifests agree with the collector configs and the service.
+
+Structural: names, ports and endpoints line up (gateway ↔ replicas ↔ backends), every mounted file
+exists, every OTEL_TOOLSCORE_* variable set is one the service accepts, and the Kubernetes copy of
+the gateway configuration is the same as collector/gateway-k8s.yaml.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+from otel_toolscore.service import load_config
+from otel_toolscore.service.settings import DEFAULT_GRPC_PORT, DEFAULT_HTTP_PORT
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+
+
+def compose() -> dict[str, Any]:
+    doc = yaml.safe_load((DEPLOY / "docker-compose.yaml").read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def k8s(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((DEPLOY / "k8s" / name).read_text()) if d]
+
+
+def port(endpoint: str) -> int:
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+def check_service_env(env: dict[str, str]) -> None:
+    """The service starts with this environment (unknown keys and bad values raise)."""
+    config = load_config(environ={k: v for k, v in env.items() if k.startswith("OTEL_TOOLSCORE_")})
+    assert config.service.forward is True
+    assert config.scoring.rules
+
+
+def test_compose_wires_agent_gateway_replicas_and_backends() -> None:
+    services = compose()["services"]
+    assert {"agent", "otelcol", "scoring", "jaeger", "prometheus", "alertmanager", "grafana"} <= set(services)
+    gateway_file = next(v.split(":")[0] for v in services["otelcol"]["volumes"] if "gateway" in v)
+    gateway = yaml.safe_load((DEPLOY / gateway_file).resolve().read_text())
+    assert (DEPLOY / gateway_file).resolve() == ROOT / "collector" / "gateway.yaml"
+    # The gateway's DNS resolver names the scoring service; compose resolves it to every replica.
+    dns = gateway["exporters"]["loadbalancing"]["resolver"]["dns"]
+    assert dns["hostname"] == "scoring"
+    assert services["scoring"]["deploy"]["replicas"] >= 2
+    scoring_cmd = services["scoring"]["command"]
+    assert "--host" in scoring_cmd and scoring_cmd[scoring_cmd.index("--host") + 1] == "0.0.0.0"
+    assert "--grpc-port" not in scoring_cmd, "replicas listen on the default port the resolver uses"
+    assert int(dns["port"]) == DEFAULT_GRPC_PORT
+    env = services["scoring"]["environment"]
+    check_service_env(env)
+    export = urlparse(env["OTEL_TOOLSCORE_SERVICE_EXPORT_ENDPOINT"])
+    assert export.hostname == "otelcol"
+    assert export.port == port(gateway["receivers"]["otlp/scored"]["protocols"]["grpc"]["endpoint"])
+    assert env["OTEL_TOOLSCORE_SERVICE_EXPORT_PROTOCOL"] == "grpc"
+    # The agent sends to the gateway's application receiver.
+    agent_env = services["agent"]["environment"]
+    assert urlparse(agent_env["OTEL_EXPORTER_OTLP_ENDPOINT"]).port == port(gateway["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"])
+    # Backends named by the gateway exist in the compose file.
+    assert urlparse("//" + gateway["exporters"]["otlp/jaeger"]["endpoint"]).hostname == "jaeger"
+    assert urlparse(gateway["exporters"]["otlphttp/prometheus"]["endpoint"]).hostname == "prometheus"
+    assert "--web.enable-otlp-receiver" in services["prometheus"]["command"]
+    # Every port published on the host is bound to 127.0.0.1.
+    for name, svc in services.items():
+        for p in svc.get("ports", []):
+            assert str(p).startswith("127.0.0.1:"), f"{name} publishes {p} on all interfaces"
+
+
+def test_compose_mounts_existing_files_and_prometheus_loads_the_tested_rules() -> None:
+    services = compose()["services"]
+    for svc in services.values():
+        for volume in svc.get("volumes", []):
+            source = volume.split(":")[0]
+            assert (DEPLOY / source).exists(), source
+    prom = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in services["prometheus"]["volumes"]}
+    for rule_file in prom["rule_files"]:
+        assert (DEPLOY / mounts[rule_file]).resolve() == DEPLOY / "prometheus" / "toolscore.rules.yaml"
+    (target,) = prom["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
+    assert target.split(":")[0] in services
+    build = services["scoring"]["build"]
+    assert (DEPLOY / build["context"] / build["dockerfile"]).resolve() == DEPLOY / "Dockerfile"
+
+
+def test_k8s_gateway_config_is_collector_gateway_k8s() -> None:
+    docs = k8s("collector.yaml")
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert yaml.safe_load(cm["data"]["gateway.yaml"]) == yaml.safe_load((ROOT / "collector" / "gateway-k8s.yaml").read_text())
+
+
+def test_k8s_resolver_finds_the_replicas_and_may_watch_them() -> None:
+    gateway = yaml.safe_load((ROOT / "collector" / "gateway-k8s.yaml").read_text())
+    resolver = gateway["exporters"]["loadbalancing"]["resolver"]["k8s"]
+    svc_name, namespace = resolver["service"].split(".")
+    toolscore = k8s("toolscore.yaml")
+    (service,) = [d for d in toolscore if d["kind"] == "Service"]
+    (deployment,) = [d for d in toolscore if d["kind"] == "Deployment"]
+    assert (service["metadata"]["name"], service["metadata"]["namespace"]) == (svc_name, namespace)
+    assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert {p["port"] for p in service["spec"]["ports"]} == {DEFAULT_GRPC_PORT, DEFAULT_HTTP_PORT}
+    assert resolver["ports"] == [DEFAULT_GRPC_PORT]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert {p["containerPort"] for p in container["ports"]} == {DEFAULT_GRPC_PORT, DEFAULT_HTTP_PORT}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    env = {e["name"]: e["value"] for e in container["env"]}
+    check_service_env(env)
+    # RBAC: the gateway's service account may get/list/watch endpoints and endpointslices.
+    collector = k8s("collector.yaml")
+    (role,) = [d for d in collector if d["kind"] == "Role"]
+    (binding,) = [d for d in collector if d["kind"] == "RoleBinding"]
+    (gw_deploy,) = [d for d in collector if d["kind"] == "Deployment"]
+    resources = {r for rule in role["rules"] for r in rule["resources"] if {"get", "list", "watch"} <= set(rule["verbs"])}
+    assert {"endpoints", "endpointslices"} <= resources
+    assert binding["subjects"][0]["name"] == gw_deploy["spec"]["template"]["spec"]["serviceAccountName"]
+    assert role["metadata"]["namespace"] == namespace
+    # The replicas export to the gateway Service's otlp/scored port.
+    (gw_service,) = [d for d in collector if d["kind"] == "Service"]
+    export = urlparse(env["OTEL_TOOLSCORE_SERVICE_EXPORT_ENDPOINT"])
+    assert export.hostname == f"{gw_service['metadata']['name']}.{gw_service['metadata']['namespace']}"
+    scored_port = port(gateway["receivers"]["otlp/scored"]["protocols"]["grpc"]["endpoint"])
+    assert export.port == scored_port
+    assert scored_port in {p["port"] for p in gw_service["spec"]["ports"]}
+
+
+def test_kustomization_lists_every_manifest() -> None:
+    kust = yaml.safe_load((DEPLOY / "k8s" / "kustomization.yaml").read_text())
+    assert set(kust["resources"]) == {p.name for p in (DEPLOY / "k8s").glob("*.yaml")} - {"kustomization.yaml"}
+
+
+def test_example_rules_load() -> None:
+    from otel_toolscore.online.expectations import load_rules
+
+    rules = load_rules(DEPLOY / "toolscore-rules.yaml")
+    assert {r.agent_name for r in rules} == {"weather_agent", "billing_agent"}
+    cm = next(d for d in k8s("toolscore.yaml") if d["kind"] == "ConfigMap")
+    assert yaml.safe_load(cm["data"]["rules.yaml"]) == yaml.safe_load((DEPLOY / "toolscore-rules.yaml").read_text())
+
+
+def test_example_agent_is_scored_by_the_service() -> None:
+    """The compose file's example agent, run for real against a local service (127.0.0.1)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.test_service import start_service
+
+    running = start_service(quiet_period_ms=50)
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+        env.update(
+            OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{running.service.grpc_port}",
+            OTEL_BSP_SCHEDULE_DELAY="100",
+            FAILURE_RATE="0.5",
+            RUN_INTERVAL_S="0.02",
+        )
+        proc = subprocess.Popen([sys.executable, str(DEPLOY / "example-agent" / "agent.py")], env=env)
+        try:
+            running.wait_scored(30, timeout=30)
+        finally:
+            proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: the agent flushes its spans and exits
+            proc.wait(timeout=20)
+        time.sleep(0.3)
+        runs = list(running.scored)
+        assert {s.run.agent_name for s in runs} <= {"weather_agent", "billing_agent"}
+        assert all(s.outcome == "scored" for s in runs)
+        assert {s.result.label for s in runs if s.result is not None} == {"pass", "fail"}
+    finally:
+        running.service.shutdown(timeout_s=5)
