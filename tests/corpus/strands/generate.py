@@ -8,6 +8,7 @@ Variants (the environment is set before strands is imported, since its tracer re
     latest_experimental   OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental,gen_ai_tool_definitions
     default_redacted      OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_unredacted_attributes=   (content redacted)
     latest_redacted       latest_experimental + gen_ai_unredacted_attributes=            (content redacted)
+    openinference         nothing set + openinference-instrumentation-strands-agents' span processor
 
 The model is ``ScriptedModel``, a strands ``Model`` provider that streams scripted turns as
 Bedrock-Converse-shaped stream events (tool-use ids ``tooluse_<n>``). Nothing leaves the machine.
@@ -32,6 +33,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "latest_experimental": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental,gen_ai_tool_definitions"},
     # Strands' content switch is its redaction opt-in: an empty allow-list redacts every
     # sensitive attribute (messages, system instructions, tool arguments and results).
+    "openinference": {},  # default conventions + OpenInference's span processor
     "default_redacted": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_unredacted_attributes="},
     "latest_redacted": {
         "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental,gen_ai_tool_definitions,gen_ai_unredacted_attributes="
@@ -44,7 +46,23 @@ os.environ.setdefault("AWS_REGION", "us-east-1")  # never used: no Bedrock model
 
 from _record import Recorder  # noqa: E402
 
-REC = Recorder(service_name="corpus-strands")
+if VARIANT == "openinference":
+    # openinference-instrumentation-strands-agents (own venv) rewrites Strands' spans in place when
+    # they end, so its processor must run before the recorder's exporter: build the provider here
+    # with that order and hand it to the Recorder, whose write() flushes it and reads REC.spans.
+    from openinference.instrumentation.strands_agents import StrandsAgentsToOpenInferenceProcessor
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    REC = Recorder(service_name="corpus-strands", set_global=False)
+    _provider = TracerProvider(resource=REC.tracer_provider.resource)
+    _provider.add_span_processor(StrandsAgentsToOpenInferenceProcessor())
+    _provider.add_span_processor(SimpleSpanProcessor(REC.spans))
+    REC.tracer_provider = _provider
+    trace.set_tracer_provider(_provider)
+else:
+    REC = Recorder(service_name="corpus-strands")
 
 from strands import Agent, tool  # noqa: E402
 from strands.models.model import Model  # noqa: E402
@@ -372,7 +390,12 @@ SCENARIOS = [
 
 
 async def main(only: list[str]) -> None:
-    versions = {p: md.version(p) for p in ("strands-agents", "opentelemetry-sdk")}
+    packages = ["strands-agents", "opentelemetry-sdk"]
+    instrumentation = "strands-agents (built-in)"
+    if VARIANT == "openinference":
+        instrumentation = "strands-agents (built-in) + openinference-instrumentation-strands-agents"
+        packages.append("openinference-instrumentation-strands-agents")
+    versions = {p: md.version(p) for p in packages}
     out = HERE / VARIANT
     for fn in SCENARIOS:
         if only and fn.__name__ not in only:
@@ -381,7 +404,7 @@ async def main(only: list[str]) -> None:
         written = REC.write(out / fn.__name__)
         truth = {
             "framework": "strands-agents",
-            "instrumentation": "strands-agents (built-in)",
+            "instrumentation": instrumentation,
             "versions": versions,
             "content_capture": not VARIANT.endswith("_redacted"),
             "scenario": fn.__name__,
