@@ -132,16 +132,18 @@ def assemble_runs(
     # Same agent twice in a row (OpenLLMetry: ``invoke_agent X`` → ``X.workflow``) is one run; an
     # unnamed agent span that only wraps named ones (openai-agents' ``Agent workflow``) is none.
     outer_of = {r: nearest_root(r, roots) for r in roots}
-    enclosing_roots = {o for o, _ in outer_of.values() if o is not None}
-    # roots that own a model call or a tool call themselves (not through a nested agent)
-    owners = {nearest_root(s, roots)[0] for s in by_span if s not in roots and role_of(s) in ("tool", "llm")}
     drop = set()
     for r, (outer, through_tool) in outer_of.items():
         name = explicit_name(r)
-        same_agent = outer is not None and not through_tool and name is not None and name == explicit_name(outer)
-        wrapper = r in enclosing_roots and (name is None or r not in owners)
-        if same_agent or wrapper:  # a wrapper around agents ("Agent workflow", a swarm) is no agent
-            drop.add(r)
+        if outer is not None and not through_tool and name is not None and name == explicit_name(outer):
+            drop.add(r)  # the same agent seen by two instrumentations/layers: one run
+    kept = roots - drop
+    enclosing_roots = {nearest_root(r, kept)[0] for r in kept} - {None}
+    # roots that own a model call or a tool call themselves (not through a nested agent)
+    owners = {nearest_root(s, kept)[0] for s in by_span if s not in kept and role_of(s) in ("tool", "llm")}
+    for r in kept:
+        if r in enclosing_roots and (explicit_name(r) is None or r not in owners):
+            drop.add(r)  # a wrapper around agents ("Agent workflow", a swarm), not an agent
     merged_into = {r: outer_of[r][0] for r in drop if outer_of[r][0] is not None and explicit_name(r)}
     roots -= drop
 
@@ -158,6 +160,12 @@ def assemble_runs(
             steps += 1
         return None, top
 
+    def llm_group(span_id: str) -> str:
+        """A model span inside another model span is the same model call (ADK's call_llm →
+        generate_content): both land in the outer span's group, whose first report of calls wins."""
+        parent = parent_of(span_id)
+        return parent if parent is not None and role_of(span_id) == "llm" and role_of(parent) == "llm" else span_id
+
     runs: dict[str, _Run] = {r: _Run(r) for r in roots}
     orphans: dict[str, list[tuple[str, list[SpanFacts]]]] = {}
     for span_id, fs in by_span.items():
@@ -165,7 +173,7 @@ def assemble_runs(
         if root is None:
             orphans.setdefault(top, []).append((span_id, fs))
             continue
-        _place(runs[root], span_id, fs, role_of(span_id), merged=span_id in merged_into)
+        _place(runs[root], span_id, fs, role_of(span_id), merged=span_id in merged_into, group=llm_group(span_id))
     for top, groups in orphans.items():
         roles = {role_of(s) for s, _ in groups}
         has_calls = "tool" in roles or any(f.requested or f.requested_fallback for _, fs in groups for f in fs)
@@ -173,7 +181,7 @@ def assemble_runs(
             continue
         run = runs.setdefault(top, _Run(top))
         for span_id, fs in groups:
-            _place(run, span_id, fs, role_of(span_id))
+            _place(run, span_id, fs, role_of(span_id), group=llm_group(span_id))
 
     out: list[tuple[int, AgentRun]] = []
     handoffs: list[tuple[str | None, str | None, str | None, int]] = []  # (source run, from, to, time)
@@ -286,6 +294,8 @@ def _fill_unreported_outputs(llm_groups: list[list[SpanFacts]], opts: ExtractOpt
     first input (earlier turns), was requested by the model call just before it."""
     seen: set[tuple[str, str]] = set()
     for i, fs in enumerate(llm_groups):
+        for f in fs:  # calls a model call reported itself are no news when replayed later
+            seen.update(_call_key(RawCall(c.name, c.call_id, c.arguments)) for c in f.requested)
         history = [raw for f in fs for raw in f.history_calls]
         new = [raw for raw in history if _call_key(raw) not in seen]
         seen.update(_call_key(raw) for raw in history)
@@ -310,7 +320,9 @@ def _first_start(run: _Run) -> int:
     return min(starts, default=0)
 
 
-def _place(run: _Run, span_id: str, fs: list[SpanFacts], role: str, *, merged: bool = False) -> None:
+def _place(
+    run: _Run, span_id: str, fs: list[SpanFacts], role: str, *, merged: bool = False, group: str = ""
+) -> None:
     if (span_id == run.root and role in ("agent", "other")) or merged:
         run.agent_facts.extend(fs)
     elif role == "tool":
@@ -319,7 +331,7 @@ def _place(run: _Run, span_id: str, fs: list[SpanFacts], role: str, *, merged: b
         if logs:
             run.llm_spans.setdefault(span_id, []).extend(logs)
     elif role == "llm":
-        run.llm_spans.setdefault(span_id, []).extend(fs)
+        run.llm_spans.setdefault(group or span_id, []).extend(fs)
     else:
         run.other_facts.extend(fs)
 

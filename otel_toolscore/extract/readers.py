@@ -178,11 +178,13 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
     f.conversation_id = f.conversation_id or _str(a.get("session.id"))
     if kind == "AGENT" and f.role == "agent":
         f.agent_name = f.agent_name or _str(a.get("agent.name"))
-    if kind == "TOOL" and f.role == "tool" and f.tool_name is None:
-        f.tool_name = _str(a.get("tool.name")) or rec.name
-        f.call_id = clean_id(a.get("tool_call.id", a.get("tool.id")))
-        f.raw_arguments = a.get("input.value")
-        f.raw_result = a.get("output.value")
+    if kind == "TOOL" and f.role == "tool":
+        f.tool_name = f.tool_name or _str(a.get("tool.name")) or rec.name
+        f.call_id = f.call_id or clean_id(a.get("tool_call.id", a.get("tool.id")))
+        if f.raw_arguments is None:
+            f.raw_arguments = a.get("input.value")
+        if f.raw_result is None:
+            f.raw_result = a.get("output.value")
     elif kind == "LLM":
         f.defer(openinference_flat, a)
         if "output.value" in a:

@@ -32,6 +32,9 @@ __all__ = [
 #: Values instrumentations write in place of captured content (Strands/Mastra, OpenInference, ADK).
 REDACTION_MARKERS = frozenset({"[REDACTED]", "__REDACTED__", "<elided>", "[redacted]"})
 
+#: Starts of user-role texts that a framework wrote, not the user.
+_NOT_A_REQUEST = ("For context:",)
+
 #: Call ids that mean "no id" (ADK writes ``'<not specified>'``; ids may carry stray blanks).
 _NO_ID = frozenset({"", "<not specified>", "none", "null", "undefined"})
 
@@ -366,7 +369,10 @@ def parse_messages(data: Any) -> ParsedMessages:
                 out.result_ids.append(rid)
                 if rid not in out.results:
                     out.results[rid] = (content, error_type_of_text(content))
+        texts = [t for t in texts if t not in REDACTION_MARKERS]
         text = "\n".join(texts) if texts else None
+        if role in ("user", "human") and text and text.startswith(_NOT_A_REQUEST):
+            text = None  # ADK replays other agents' turns as user messages "For context: …"
         if role in ("user", "human") and text:
             out.user_texts.append(text)
             out.first_call_after_last_user = len(out.calls)
