@@ -24,12 +24,13 @@ from .common import Paired, Result
 from .pipelines import Pipeline, baseline_pipeline, candidate_pipeline, one_run
 
 TARGET = 1.10
+WARMUP = 20
 
 
 def _measure(make: Callable[[], Pipeline], runs: int, threads: int, content: bool) -> tuple[float, float, dict[str, Any]]:
     pipe = make()
     tracer = pipe.tracer
-    for i in range(50):  # warm up code paths and caches of this pipeline
+    for i in range(WARMUP):  # warm up code paths and caches of this pipeline
         one_run(tracer, content, i)
     pipe.flush()
     gc.collect()
@@ -58,17 +59,17 @@ def _measure(make: Callable[[], Pipeline], runs: int, threads: int, content: boo
         runs = per * threads
     pipe.flush()
     t2 = time.perf_counter()
-    info = {"exported_spans": pipe.spans.spans - 50 * 7, "expected_spans": runs * 7}
+    info = {"exported_spans": pipe.spans.spans - WARMUP * 7, "expected_spans": runs * 7}
     if pipe.processor is not None:
-        info["scored_roots"] = pipe.spans.scored_roots - 50
+        info["scored_roots"] = pipe.spans.scored_roots - WARMUP
         info["pending_after"] = pipe.processor.pending_traces
     pipe.close()
     return (t1 - t0) / runs, (t2 - t0) / runs, info
 
 
 def run(result: Result, *, quick: bool) -> None:
-    rounds = 3 if quick else 7
-    runs = 200 if quick else 2_000
+    rounds = 2 if quick else 7
+    runs = 48 if quick else 2_000
     for content in (False, True):
         for threads in (1, 8):
             agent = Paired([], [])

@@ -51,7 +51,7 @@ def _slowest_added(limit: int = 5) -> list[str]:
 
 
 def run(result: Result, *, quick: bool) -> None:
-    n = 3 if quick else 9
+    n = 1 if quick else 9
     base: list[float] = []
     cand: list[float] = []
     for i in range(n):

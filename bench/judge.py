@@ -81,8 +81,8 @@ def _round_trip(server: OpenAITestServer, n: int = 10) -> float:
 
 def throughput(result: Result, server: OpenAITestServer, *, quick: bool) -> None:
     delays = (0.05,) if quick else (0.05, 0.2)
-    workers_list = (1, 4) if quick else (1, 2, 4, 8)
-    window_s = 0.6 if quick else 2.0
+    workers_list = (2,) if quick else (1, 2, 4, 8)
+    window_s = 0.3 if quick else 2.0
     rtt = _round_trip(server)
     result.notes.append(
         f"judge: a keep-alive round trip to the test server with no delay takes {rtt * 1000:.0f} ms "
@@ -145,8 +145,8 @@ def _agent_time(server: OpenAITestServer, ratio: float | None, runs: int) -> flo
 
 def agent_overhead(result: Result, server: OpenAITestServer, *, quick: bool) -> None:
     server.delay = 0.01
-    rounds = 3 if quick else 5
-    runs = 100 if quick else 600
+    rounds = 1 if quick else 5
+    runs = 30 if quick else 600
     for ratio in (0.05, 1.0):
         off: list[float] = []
         on: list[float] = []
@@ -170,7 +170,7 @@ def agent_overhead(result: Result, server: OpenAITestServer, *, quick: bool) -> 
 
 def full_queue_memory(result: Result, server: OpenAITestServer, *, quick: bool) -> None:
     server.delay = 30.0  # no request completes while we measure; stop() wakes the handlers
-    queue_size = 200 if quick else 1_000
+    queue_size = 50 if quick else 1_000
     judge = _judge(server.base_url, ratio=1.0, workers=1, queue_size=queue_size, shutdown_s=0.0)
     pipe = _pipe_with_judge(judge)
     tracer = pipe.tracer

@@ -85,7 +85,7 @@ def _traced_bytes(make: Any, k: int, content: bool) -> float:
 
 
 def bytes_per_pending_run(result: Result, *, quick: bool) -> None:
-    k = 300 if quick else 2_000
+    k = 100 if quick else 2_000
     for content in (False, True):
         settings = {"capture_content": True} if content else {}
         base = _traced_bytes(baseline_pipeline, k, content)
@@ -172,7 +172,7 @@ def _slope(samples: list[tuple[int, int]]) -> float:
 
 
 def rss_over_runs(result: Result, *, quick: bool, budget_s: float) -> None:
-    batch = 200 if quick else 2_000
+    batch = 100 if quick else 2_000
     data = _spawn("rss", str(budget_s), str(batch), timeout=budget_s * 3 + 120)
     samples = [(int(x), int(y)) for x, y in data["samples"]]
     slope = _slope(samples)
@@ -195,7 +195,7 @@ def rss_over_runs(result: Result, *, quick: bool, budget_s: float) -> None:
 
 
 def pending_at_limit(result: Result, *, quick: bool) -> None:
-    limit = 2_000 if quick else 100_000
+    limit = 500 if quick else 100_000
     timeout = 60 if quick else 600
     base = _spawn("limit", str(limit), "0", timeout=timeout)
     cand = _spawn("limit", str(limit), "1", timeout=timeout)
@@ -215,7 +215,7 @@ def pending_at_limit(result: Result, *, quick: bool) -> None:
 
 def run(result: Result, *, quick: bool, rss_budget_s: float = 60.0) -> None:
     bytes_per_pending_run(result, quick=quick)
-    rss_over_runs(result, quick=quick, budget_s=2.0 if quick else rss_budget_s)
+    rss_over_runs(result, quick=quick, budget_s=1.0 if quick else rss_budget_s)
     pending_at_limit(result, quick=quick)
 
 
