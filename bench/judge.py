@@ -18,7 +18,6 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 from otel_toolscore import Judge, JudgeSampler, create_tool_call_accuracy_scorer_llm
 

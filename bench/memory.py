@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ def bytes_per_pending_run(result: Result, *, quick: bool) -> None:
     for content in (False, True):
         settings = {"capture_content": True} if content else {}
         base = _traced_bytes(baseline_pipeline, k, content)
-        cand = _traced_bytes(lambda: candidate_pipeline(**settings), k, content)
+        cand = _traced_bytes(partial(candidate_pipeline, **settings), k, content)
         result.add(
             name=f"memory, bytes per pending run, content {'kept' if content else 'off'}",
             pending_runs=k,

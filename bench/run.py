@@ -39,12 +39,12 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("min..max", "ratio_total_min_max"),
         ("ratio agent threads", "ratio_agent_threads"),
         ("µs/span added", "overhead_us_per_span"),
-        ("≤1.10×", "verdict"),
+        ("<=1.10x", "verdict"),
     ],
     "scorer": [
         ("runs/s", "runs_per_s"),
         ("naive runs/s", "naive_runs_per_s"),
-        ("× naive", "speedup_vs_naive"),
+        ("x naive", "speedup_vs_naive"),
         ("µs/call", "us_per_call"),
         ("µs/call +explain", "us_per_call_with_explanation"),
         ("exponent", "scaling_exponent"),
@@ -55,7 +55,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("spans", "spans"),
         ("spans/s", "spans_per_s"),
         ("decode-only spans/s", "decode_only_spans_per_s"),
-        ("× decode", "ratio_vs_decode"),
+        ("x decode", "ratio_vs_decode"),
     ],
     "memory": [
         ("B/pending run (ours)", "processor_bytes_per_pending_run"),

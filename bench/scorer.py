@@ -16,6 +16,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 from otel_toolscore.model import AgentRun, ToolCall
 from otel_toolscore.scorers.code import ToolCallAccuracyCodeScorer
@@ -108,12 +109,9 @@ def run(result: Result, *, quick: bool) -> None:
             for r in range(rounds):
                 order = ["verdict", "full", "naive"] if r % 2 == 0 else ["naive", "full", "verdict"]
                 for which in order:
-                    if which == "verdict":
-                        samples[which].append(_per_call(lambda: scorer.verdict(run_), budget))
-                    elif which == "full":
-                        samples[which].append(_per_call(lambda: scorer.run(run_), budget))
-                    else:
-                        samples[which].append(_per_call(lambda: naive(run_), budget))
+                    fns = {"verdict": partial(scorer.verdict, run_), "full": partial(scorer.run, run_),
+                           "naive": partial(naive, run_)}
+                    samples[which].append(_per_call(fns[which], budget))
             for which, s in samples.items():
                 times[which][n] = statistics.median(s)
             result.add(
