@@ -584,3 +584,46 @@ def test_gzip_grpc_and_partial_success(svc: Running) -> None:
     assert response.partial_success.rejected_spans == 1
     svc.wait_scored(len(SCRIPT))
     assert svc.counter("toolscore.dropped", **{"toolscore.reason": "invalid_span"}) == 1
+
+
+# -- the LLM judge in the service ------------------------------------------------------------------------------
+def test_service_runs_the_llm_judge_from_the_environment() -> None:
+    """OTEL_TOOLSCORE_JUDGE_* enable the judge in the service: its verdicts leave as evaluation events,
+    carrier spans (in the evaluated trace) and metrics, over OTLP, next to the code scores."""
+    from tests.support.openai_server import OpenAITestServer, echo_judge
+
+    with OpenAITestServer(echo_judge(appropriate=True)) as llm, capture_server() as (endpoint, backend):
+        env = {
+            "OTEL_TOOLSCORE_JUDGE_MODEL": "judge-model",
+            "OTEL_TOOLSCORE_JUDGE_BASE_URL": llm.base_url,
+            "OTEL_TOOLSCORE_JUDGE_API_KEY": "sk-test-local",
+            "OTEL_TOOLSCORE_JUDGE_RATIO": "1",
+        }
+        config = load_config(
+            environ={},
+            service_overrides={
+                "grpc_port": 0, "http_port": 0, "quiet_period_ms": 50, "forward": True,
+                "export_endpoint": endpoint, "export_protocol": "http/protobuf", "metric_export_interval_ms": 200,
+            },
+        )
+        scored: list[ScoredRun] = []
+        service = ScoringService(config, expectations=RULES, on_scored=scored.append, judge_from_environment=True, environ=env)
+        service.start()
+        try:
+            exporter = HttpSpanExporter(endpoint=f"http://127.0.0.1:{service.http_port}/v1/traces")
+            tp = TracerProvider()
+            tp.add_span_processor(SimpleSpanProcessor(exporter))
+            run_scripted_agent(tp.get_tracer("t"), "weather_agent", "What's the weather in Paris?", ["get_weather"])
+            tp.shutdown()
+            deadline = time.monotonic() + 15
+            while not scored and time.monotonic() < deadline:
+                time.sleep(0.02)
+        finally:
+            service.shutdown(timeout_s=15)
+        assert llm.requests, "the judge called the OpenAI-compatible endpoint"
+        events = [e for e in backend.logs() if e["event_name"] == "gen_ai.evaluation.result"]
+        assert {e["attributes"]["gen_ai.evaluation.name"] for e in events} == {"tool_call_accuracy", "tool_call_accuracy_llm"}
+        carriers = [s for s in backend.spans() if s["name"] == "evaluate tool_call_accuracy_llm"]
+        (root,) = [s for s in backend.spans() if s["name"].startswith("invoke_agent")]
+        assert len(carriers) == 1 and carriers[0]["trace_id"] == root["trace_id"]
+        assert backend.metric_points("toolscore.judge.requests")

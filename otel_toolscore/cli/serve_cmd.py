@@ -21,7 +21,8 @@ def add_parser(sub: Any) -> None:
             "Receives OTLP over gRPC and HTTP (protobuf and JSON), groups spans by trace, scores each completed "
             "agent run with the same pipeline as the span processor, and exports evaluation events, metrics and "
             "(with --forward) the received spans with score attributes over OTLP. Settings: flags > "
-            "OTEL_TOOLSCORE_SERVICE_* / OTEL_TOOLSCORE_* variables > --config file > defaults."
+            "OTEL_TOOLSCORE_SERVICE_* / OTEL_TOOLSCORE_* variables > --config file > defaults. The LLM judge is "
+            "enabled by OTEL_TOOLSCORE_JUDGE_MODEL (and the other OTEL_TOOLSCORE_JUDGE_* variables)."
         ),
     )
     p.add_argument("--config", metavar="FILE", help="YAML or TOML file with `service:` and `scoring:` sections")
@@ -67,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
             service_overrides={k: getattr(args, k) for k in _SERVICE_FLAGS},
             scoring_overrides={k: getattr(args, k) for k in _SCORING_FLAGS},
         )
-        service = ScoringService(config)
-    except (ConfigError, OSError) as exc:
+        service = ScoringService(config, judge_from_environment=True)
+    except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .. import __version__
@@ -127,6 +127,10 @@ class ScoringService:
         meter_provider, logger_provider, span_exporter: injected outputs (tests, embedding);
             by default they are built from the export settings.
         on_scored: called with every :class:`~otel_toolscore.online.processor.ScoredRun`.
+        judge_from_environment: build the LLM judge from ``OTEL_TOOLSCORE_JUDGE_*`` (when
+            ``OTEL_TOOLSCORE_JUDGE_MODEL`` is set) unless ``judge`` is given; its carrier spans are
+            exported with the service's own resource.
+        environ: the environment read for the judge (default ``os.environ``).
     """
 
     def __init__(
@@ -139,6 +143,8 @@ class ScoringService:
         logger_provider: LoggerProvider | None = None,
         span_exporter: SpanExporter | None = None,
         on_scored: Callable[[ScoredRun], None] | None = None,
+        judge_from_environment: bool = False,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
         svc = config.service
@@ -147,6 +153,17 @@ class ScoringService:
         downstream: SpanProcessor | None = None
         if svc.forward and self._span_exporter is not None:
             downstream = BatchSpanProcessor(self._span_exporter)
+        # The service's own spans (the judge's carrier spans). With forwarding they share the forwarded
+        # spans' exporting processor (which the scoring processor shuts down after draining the judge).
+        self.tracer_provider = TracerProvider(resource=self._resource)
+        if downstream is not None:
+            self.tracer_provider.add_span_processor(_Shared(downstream))
+        elif self._span_exporter is not None:
+            self.tracer_provider.add_span_processor(BatchSpanProcessor(self._span_exporter))
+        if judge is None and judge_from_environment:
+            from ..online.judge import judge_from_env
+
+            judge = judge_from_env(environ, tracer_provider=self.tracer_provider)
         self.processor = ToolScoreSpanProcessor(
             downstream,
             expectations=expectations,
@@ -191,7 +208,7 @@ class ScoringService:
         spans_out = metrics_out = logs_out = None
         if exporting:
             spans_out, metrics_out, logs_out = _exporters(svc.export_endpoint, protocol)
-        resource = service_resource()
+        resource = self._resource = service_resource()
         if meter_provider is None:
             readers = []
             if metrics_out is not None:
@@ -394,7 +411,8 @@ class ScoringService:
         if self._scorer.is_alive():
             self._scorer.join(timeout=max(0.1, deadline - time.monotonic()))
         self.score_due(everything=True)
-        self.processor.shutdown()
+        self.processor.shutdown()  # also drains the judge, whose carrier spans go through tracer_provider
+        self.tracer_provider.shutdown()
         for provider in self._owned:
             try:
                 provider.shutdown()
@@ -403,6 +421,25 @@ class ScoringService:
         # The HTTP receiver last: /healthz answers while draining.
         for r in self._receivers[1:]:
             r.stop(grace=0)
+
+
+class _Shared(SpanProcessor):
+    """Hands spans to a processor owned elsewhere: flushes it, never shuts it down."""
+
+    def __init__(self, inner: SpanProcessor) -> None:
+        self._inner = inner
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self._inner.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._inner.on_end(span)
+
+    def shutdown(self) -> None:
+        self._inner.force_flush()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return bool(self._inner.force_flush(timeout_millis))
 
 
 def _depth(span_id: int, parents: dict[int, int | None]) -> int:

@@ -275,7 +275,9 @@ class HttpReceiver:
         self._server.service = service
         self._server.settings = settings
         self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="otel-toolscore-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="otel-toolscore-http", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
