@@ -175,10 +175,15 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     if isinstance(body, Mapping):  # span-event attributes carry nested values as JSON strings
         body = {k: maybe_json(v) if k in ("message", "content", "tool_calls") else v for k, v in body.items()}
     if name == "gen_ai.choice":
+        if isinstance(body, Mapping) and isinstance(body.get("message"), Mapping) and "role" not in body["message"]:
+            body = {**body, "message": {"role": "assistant", **body["message"]}}
         if isinstance(body, Mapping) and isinstance(body.get("message"), list):  # content blocks (Strands)
             body = {"message": {"role": "assistant", "content": body["message"]}}
         elif isinstance(body, Mapping) and "message" not in body and ("tool_calls" in body or "content" in body):
             body = {"message": {"role": "assistant", **body}}
+        elif isinstance(body, Mapping) and isinstance(body.get("message"), Mapping) and body.get("tool_calls"):
+            # OpenLLMetry puts tool_calls beside the message, not inside it
+            body = {"message": {"role": "assistant", **body["message"], "tool_calls": body["tool_calls"]}}
         _absorb_output(facts, parse_messages(body), opts, fallback=False)
         return
     if not isinstance(body, Mapping):
@@ -259,11 +264,18 @@ def openinference_flat(facts: SpanFacts, attrs: Mapping[str, Any], opts: Extract
             _absorb_output(facts, parse_messages({"role": "assistant", "tool_calls": [{"function": data}]}), opts, fallback=False)
 
 
+def maybe_json_string(text: str) -> str:
+    loaded = load_json(text)
+    return loaded if isinstance(loaded, str) else text
+
+
 def _io_text(value: Any, role: str) -> str | None:
     """Text of an ``input.value`` / ``output.value``: plain text, or messages / ``{"input": ...}`` JSON."""
     if value is None:
         return None
     data = maybe_json(value) if isinstance(value, str) else value
+    if isinstance(data, str) and len(data) >= 2 and data[0] == data[-1] == '"':
+        data = maybe_json_string(data)  # OpenLLMetry's entity output: a JSON-encoded string
     if isinstance(data, str):
         return data or None
     pm = parse_messages(data)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from ..model import AgentRun
 from .assemble import assemble_runs
+from .content import requested_calls
 from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
 from .readers import read_log, read_span
 from .records import SpanRecord, log_views_from_proto, record_from_readable, span_records_from_proto
@@ -126,11 +127,11 @@ class _Collector:
 
     def runs(self, report: ExtractionReport) -> list[AgentRun]:
         out: list[AgentRun] = []
-        loops: list[tuple[AgentRun, set[str]]] = []
+        loops: list[AgentRun] = []
         for trace_id, facts in self.facts.items():
             try:
                 trace_runs = assemble_runs(facts, self.parents.get(trace_id, {}), options=self.options)
-                if _stitch(trace_runs, facts, loops):
+                if _stitch(trace_runs, facts, loops, self.options):
                     continue
                 out.extend(trace_runs)
             except Exception as exc:
@@ -149,12 +150,14 @@ class _Collector:
         return out
 
 
-def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[tuple[AgentRun, set[str]]]) -> bool:
+def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[AgentRun], options: ExtractOptions) -> bool:
     """Join a hand-written tool loop that left one trace per model call (no enclosing span).
 
-    A trace whose only run has no agent (a bare model call) continues an earlier such run when its
-    input replays a tool call that run requested (same call id): the ids prove it is the same
-    conversation turn. Returns True when the trace was merged into an earlier run.
+    A trace whose only run has no agent (a bare model call) continues the latest such run when its
+    input replays a tool call that run requested (same call id), or, when that run reported no
+    calls at all (its output was not recorded, e.g. a streamed answer logged outside the span), when
+    it repeats the same user request and replays calls: those calls are then the earlier run's.
+    Returns True when the trace was merged into an earlier run.
     """
     if len(trace_runs) != 1 or trace_runs[0].agent_name is not None or trace_runs[0].parent_run_id is not None:
         return False
@@ -162,18 +165,34 @@ def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[tupl
         return False
     run = trace_runs[0]
     history = set().union(*(f.history_ids for f in facts))
-    for earlier, _ in reversed(loops):
+    replayed = [raw for f in facts for raw in f.history_calls]
+    if loops:
+        earlier = loops[-1]
         requested = {c.call_id for c in earlier.tool_calls if c.call_id}
-        if history & requested:
-            known = requested
-            earlier.tool_calls.extend(c for c in run.tool_calls if not c.call_id or c.call_id not in known)
+        same_request = bool(run.user_query) and run.user_query == earlier.user_query
+        if history & requested or (not earlier.tool_calls and same_request and replayed):
+            if not earlier.tool_calls:
+                holder = next(f for f in facts)
+                results: dict[str, tuple[Any, str | None]] = {}
+                for f in facts:
+                    results.update(f.results)
+                for call in requested_calls(holder, replayed, options):
+                    call.span_id = None
+                    res = results.get(call.call_id or "")
+                    if res is not None:
+                        call.result = res[0] if options.capture_content else None
+                        if res[1]:
+                            call.status, call.error_type = "error", res[1]
+                    earlier.tool_calls.append(call)
+                requested = {c.call_id for c in earlier.tool_calls if c.call_id}
+            earlier.tool_calls.extend(c for c in run.tool_calls if not c.call_id or c.call_id not in requested)
             earlier.final_output = run.final_output or earlier.final_output
             earlier.user_query = earlier.user_query or run.user_query
             if not earlier.available_tools:
                 earlier.available_tools = run.available_tools
             earlier.conventions.extend(c for c in run.conventions if c not in earlier.conventions)
             return True
-    loops.append((run, history))
+    loops.append(run)
     return False
 
 
