@@ -34,7 +34,12 @@ MODES: dict[str, tuple[dict[str, str], bool, str]] = {
     "events_nocontent": (OFF, False, "use_attributes=False (events path), TRACELOOP_TRACE_CONTENT=false"),
     "sdk": ({}, True, "traceloop-sdk Traceloop.init + @workflow/@agent/@tool decorators"),
     "sdk_nocontent": (OFF, False, "traceloop-sdk decorators, TRACELOOP_TRACE_CONTENT=false"),
+    # need opentelemetry-instrumentation-openai <= 0.54.0 (requirements-legacy.txt): the last release that
+    # writes the legacy indexed attributes gen_ai.prompt.N.* / gen_ai.completion.N.* / llm.request.functions.N.*
+    "legacy_attrs": ({}, True, "0.54.0 legacy indexed attributes (gen_ai.prompt.N / gen_ai.completion.N)"),
+    "legacy_attrs_nocontent": (OFF, False, "0.54.0 legacy indexed attributes, TRACELOOP_TRACE_CONTENT=false"),
 }
+LEGACY_BEFORE = (0, 55)  # instrumentation versions below this write the legacy attributes
 VERSIONED = ("openai", "opentelemetry-instrumentation-openai", "opentelemetry-semantic-conventions-ai",
              "opentelemetry-sdk")
 
@@ -43,8 +48,11 @@ def instrument_plain(mode: str, rec: Any) -> Callable[[Any, Any], str | None]:
     from _fake_openai import run_plain_loop
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
-    OpenAIInstrumentor(use_attributes=not mode.startswith("events")).instrument(
-        tracer_provider=rec.tracer_provider, logger_provider=rec.logger_provider)
+    if mode.startswith("legacy"):  # 0.54 has no use_attributes switch (legacy attributes are its default)
+        OpenAIInstrumentor().instrument(tracer_provider=rec.tracer_provider)
+    else:
+        OpenAIInstrumentor(use_attributes=not mode.startswith("events")).instrument(
+            tracer_provider=rec.tracer_provider, logger_provider=rec.logger_provider)
     return run_plain_loop
 
 
@@ -115,9 +123,9 @@ def record(mode: str) -> None:
 # definitions only on chat spans in the attributes path with content on; tool names survive content-off
 # in the events path (gen_ai.choice / gen_ai.assistant.message bodies) and on @tool spans.
 TOOLS_RECORDED = {"attrs": True, "attrs_nocontent": False, "events": False, "events_nocontent": False,
-                  "sdk": True, "sdk_nocontent": False}
+                  "sdk": True, "sdk_nocontent": False, "legacy_attrs": True, "legacy_attrs_nocontent": False}
 CALLS_RECORDED = {"attrs": True, "attrs_nocontent": False, "events": True, "events_nocontent": True,
-                  "sdk": True, "sdk_nocontent": True}
+                  "sdk": True, "sdk_nocontent": True, "legacy_attrs": True, "legacy_attrs_nocontent": False}
 MODE_NOTES = {
     "attrs": "Requested calls in the chat spans' gen_ai.output.messages (parts format).",
     "attrs_nocontent": "Content off removes messages AND gen_ai.tool.definitions: no tool name is left.",
@@ -127,6 +135,9 @@ MODE_NOTES = {
     "sdk": "Workflow span > agent span > chat spans and one <tool>.tool span per executed call "
            "(traceloop.span.kind=tool, arguments in traceloop.entity.input kwargs). Tool spans carry no call id.",
     "sdk_nocontent": "The @tool spans keep their names (no input/output); chat spans carry no messages.",
+    "legacy_attrs": "Requested calls in gen_ai.completion.0.tool_calls.N.{id,name,arguments}; definitions in "
+                    "llm.request.functions.N.*.",
+    "legacy_attrs_nocontent": "Content off removes gen_ai.prompt.* / gen_ai.completion.* and llm.request.functions.*.",
 }
 
 
@@ -134,7 +145,10 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--mode":
         record(sys.argv[2])
         return
+    installed = tuple(int(x) for x in version("opentelemetry-instrumentation-openai").split(".")[:2])
     for mode, (env, _, _) in MODES.items():
+        if mode.startswith("legacy") != (installed < LEGACY_BEFORE):
+            continue
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("TRACELOOP_")}
         child_env["TRACELOOP_TELEMETRY"] = "false"  # no phone-home (there is no API key either)
         subprocess.run([sys.executable, __file__, "--mode", mode], env={**child_env, **env}, check=True)
