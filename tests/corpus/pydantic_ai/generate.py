@@ -286,7 +286,45 @@ def scenarios() -> list[Scenario]:
         "output_type=format_report (an output function) is offered to the model as the output tool "
         "final_result; because user code runs, Pydantic AI emits an execute_tool final_result span "
         "(logfire.msg 'running output function: final_result'). It is a framework call (kind=framework)."))
+
+    # the real OpenAI chat model (openai client) against the scripted server on 127.0.0.1
+    for streamed in (False, True):
+        out.append(openai_scenario(streamed))
     return out
+
+
+def openai_scenario(streamed: bool) -> Scenario:
+    """Parallel calls through OpenAIChatModel, plain or streamed (agent.run_stream)."""
+    from _fake_openai import FakeOpenAI, reply, text, tool_call
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    query = "Weather in London and the time in Tokyo?"
+    final = "London: rain, 14 C; it is 21:05 in Tokyo."
+    replies = [reply(tool_call("get_weather", city="London", call_id="call_oa1"),
+                     tool_call("get_time", city="Tokyo", call_id="call_oa2")), text(final)]
+
+    async def run() -> None:
+        with FakeOpenAI(replies) as fake:
+            model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=fake.base_url, api_key="test"))
+            agent: Agent[None, str] = Agent(model, name="weather_agent",
+                                            instructions="You answer weather questions using the tools.")
+            agent.tool_plain(get_weather)
+            agent.tool_plain(get_time)
+            if streamed:
+                async with agent.run_stream(query) as result:
+                    output = await result.get_output()
+            else:
+                output = (await agent.run(query)).output
+            assert output == final and fake.pending == 0, (output, fake.pending)
+
+    return Scenario(
+        "openai_streaming" if streamed else "openai_parallel_calls", run,
+        [RunTruth("weather_agent", query, final, ["get_weather", "get_time"],
+                  [Call("get_weather", {"city": "London"}, "call_oa1"), Call("get_time", {"city": "Tokyo"}, "call_oa2")])],
+        "Real OpenAIChatModel (openai client) against the scripted Chat Completions server on 127.0.0.1"
+        + (", streamed with agent.run_stream." if streamed else ".")
+        + " Chat spans are named after the OpenAI model and carry gen_ai.provider.name=openai and server.*.")
 
 
 # ---- driver ------------------------------------------------------------------------------------
