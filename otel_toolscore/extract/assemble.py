@@ -22,6 +22,7 @@ Rules (issue 3, ``spec/scorers.md``):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -85,6 +86,16 @@ def assemble_runs(
         by_span.setdefault(f.span_id, []).append(f)
     if not by_span:
         return []
+    for fs in by_span.values():
+        for f in fs:
+            if f.call is not None and f.parent_span_id in by_span:
+                ctx = next((p.context_call for p in by_span[f.parent_span_id] if p.context_call), None)
+                if ctx is not None and ctx.name == f.call.name:
+                    f.call.call_id = f.call.call_id or ctx.call_id
+                    if opts.capture_content and isinstance(ctx.arguments, Mapping) and not isinstance(
+                        f.call.arguments, Mapping
+                    ):
+                        f.call.arguments = ctx.arguments
     stops = set(local_roots)
 
     def parent_of(span_id: str) -> str | None:
@@ -146,6 +157,20 @@ def assemble_runs(
             drop.add(r)  # a wrapper around agents ("Agent workflow", a swarm), not an agent
     merged_into = {r: outer_of[r][0] for r in drop if outer_of[r][0] is not None and explicit_name(r)}
     roots -= drop
+    # OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X`` span stays empty and its work sits in
+    # the sibling task span ``X`` (same parent); that task's subtree belongs to the agent's run.
+    adopted: dict[str, str] = {}
+    children: dict[str | None, list[str]] = {}
+    for s in by_span:
+        children.setdefault(parent_of(s), []).append(s)
+    owned = {nearest_root(s, roots)[0] for s in by_span if s not in roots and role_of(s) in ("tool", "llm")}
+    for r in roots:
+        name = explicit_name(r)
+        if name is None or r in owned:
+            continue
+        for sib in children.get(parent_of(r), ()):
+            if sib != r and any(f.entity_name == name for f in by_span[sib]):
+                adopted[sib] = r
 
     def enclosing(span_id: str, include_self: bool) -> tuple[str | None, str]:
         """(nearest run root, topmost ancestor reached)."""
@@ -155,6 +180,8 @@ def assemble_runs(
         while cur is not None and steps < limit:
             if cur in roots:
                 return cur, cur
+            if cur in adopted:
+                return adopted[cur], adopted[cur]
             top = cur
             cur = parent_of(cur)
             steps += 1
@@ -302,12 +329,17 @@ def _fill_unreported_outputs(llm_groups: list[list[SpanFacts]], opts: ExtractOpt
         if i == 0 or not new:
             continue
         previous = llm_groups[i - 1]
-        if any(f.requested for f in previous) or not any(f.history_calls or f.history_ids or f.user_query for f in previous):
-            continue  # the previous call reported its output, or recorded nothing at all (content off)
+        if any(f.requested or f.final_output for f in previous) or not any(
+            f.history_calls or f.history_ids or f.user_query for f in previous
+        ):
+            continue  # the previous call reported an output, or recorded nothing at all (content off)
         unique: dict[tuple[str, str], RawCall] = {}
         for raw in new:
             unique.setdefault(_call_key(raw), raw)
         previous[0].requested = requested_calls(previous[0], list(unique.values()), opts)
+
+
+_TOOL_NOT_FOUND = re.compile(r"Tool not found: \{'tool_name': '([^']+)'\}")
 
 
 def _names_missing_tool(message: str, name: str) -> bool:
@@ -427,6 +459,20 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
     tools: list[ToolDefinition] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
     known = {t.name for t in tools}
     failures = [f.error_message for f in everything if f.error_message and f.call is None]
+    named = {c.name for _, c in calls}
+    for message in failures:
+        m = _TOOL_NOT_FOUND.search(message)
+        if m and m.group(1) not in named:
+            # openai-agents stops the run on an unknown tool; with the model output not recorded
+            # (OpenLLMetry + Chat Completions) this status message is the only trace of the call
+            named.add(m.group(1))
+            lost = ToolCall.model_construct(
+                name=m.group(1), call_id=None, arguments=None, result=None, status="error",
+                error_type="unknown_tool", kind="framework" if opts.is_framework(m.group(1)) else "tool",
+                source="error", span_id=None, start_time_unix_nano=None, end_time_unix_nano=None,
+                message_index=None, invocation_index=None,
+            )
+            calls.append(((max((k[0] for k, _ in calls), default=0), 1 << 30), lost))
     if failures:
         for _, c in calls:
             if c.source == "requested" and c.status == "ok" and any(_names_missing_tool(m, c.name) for m in failures):

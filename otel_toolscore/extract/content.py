@@ -13,7 +13,17 @@ from typing import Any
 
 from ..model import ToolCall, ToolDefinition
 from .facts import ExtractOptions, SpanFacts
-from .values import Bad, ParsedMessages, RawCall, load_json, maybe_json, parse_messages, text_of, truncate_value
+from .values import (
+    Bad,
+    ParsedMessages,
+    RawCall,
+    clean_id,
+    load_json,
+    maybe_json,
+    parse_messages,
+    text_of,
+    truncate_value,
+)
 
 __all__ = [
     "adk_llm_request",
@@ -24,6 +34,7 @@ __all__ = [
     "genai_output_messages",
     "io_value_input",
     "io_value_output",
+    "langgraph_tool_context",
     "log_event_body",
     "mastra_agent_output",
     "mastra_step_output",
@@ -484,3 +495,12 @@ def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOption
         raw = by_id.get(call.call_id) if call.call_id else None
         if raw is not None and call.arguments is None and opts.capture_content:
             call.arguments = truncate_value(maybe_json(raw.arguments), opts.max_chars)
+
+
+def langgraph_tool_context(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """LangGraph's ``tools`` task input ``{"__type": "tool_call_with_context", "tool_call": {name, args,
+    id}}``: the call its child tool span executes (OpenInference tool spans carry no call id)."""
+    data = maybe_json(value)
+    call = data.get("tool_call") if isinstance(data, Mapping) else None
+    if isinstance(call, Mapping) and call.get("name"):
+        facts.context_call = RawCall(str(call["name"]), clean_id(call.get("id")), call.get("args"))

@@ -85,6 +85,10 @@ class SpanFacts:
     #: the agent a handoff span hands over to (openai-agents' handoff spans), for run nesting
     handoff_to: str | None = None
     handoff_from: str | None = None
+    #: the call a LangGraph ``tools`` task was given (``tool_call_with_context``): name, id, arguments
+    context_call: RawCall | None = None
+    #: a task span's entity name (OpenLLMetry), to find the work of an agent span left empty
+    entity_name: str | None = None
     #: status message of a span that ended in error (a framework's "Tool not found: …" on a turn span)
     error_message: str | None = None
     from_log: bool = False

@@ -18,6 +18,7 @@ from .content import (
     genai_output_messages,
     io_value_input,
     io_value_output,
+    langgraph_tool_context,
     log_event_body,
     mastra_agent_output,
     mastra_step_output,
@@ -43,6 +44,8 @@ _AGENT_OPS = frozenset({"invoke_agent"})
 _LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion", "responses"})
 _VERCEL_ROOTS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
 _OI_ROLES = {"AGENT": "agent", "TOOL": "tool", "LLM": "llm"}
+#: LangGraph prebuilt agents' model-step node names (create_react_agent / langchain create_agent)
+_LANGGRAPH_STEP_NODES = frozenset({"agent", "model"})
 _TL_ROLES = {"workflow": "agent", "agent": "agent", "tool": "tool"}
 
 #: Attribute keys any reader reacts to. A span with none of them (and no telling name or event)
@@ -169,16 +172,18 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
     convs.append("openinference")
     kind = str(kind).upper()
     role = _OI_ROLES.get(kind, "other")
-    if role == "agent" and "langgraph_node" in str(a.get("metadata", "")):
-        role = "other"  # LangChain marks every graph node named "agent" as AGENT: a step, not a run
+    if role == "agent" and "tool.name" in a:
+        role = "tool"  # LangChain marks any run whose name contains "agent" AGENT, tools included
+    elif role == "agent" and rec.name in _LANGGRAPH_STEP_NODES and "langgraph_node" in str(a.get("metadata", "")):
+        role = "other"  # the ReAct graph's model-step node ("agent"/"model"): a step, not a run
     if role == "tool" and "tool.name" not in a and rec.name.startswith("handoff to "):
         role = "other"  # openai-agents handoff: the model's transfer_to_* call carries the real name
         f.handoff_to = rec.name[len("handoff to ") :] or None
     _set_role(f, role)
     f.conversation_id = f.conversation_id or _str(a.get("session.id"))
-    if kind == "AGENT" and f.role == "agent":
+    if role == "agent" and f.role == "agent":
         f.agent_name = f.agent_name or _str(a.get("agent.name"))
-    if kind == "TOOL" and f.role == "tool":
+    if role == "tool" and f.role == "tool":
         f.tool_name = f.tool_name or _str(a.get("tool.name")) or rec.name
         f.call_id = f.call_id or clean_id(a.get("tool_call.id", a.get("tool.id")))
         if f.raw_arguments is None:
@@ -190,8 +195,11 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
         if "output.value" in a:
             f.defer(openinference_output_value, a["output.value"])
     elif f.role in ("agent", "other"):
-        if "input.value" in a:
-            f.defer(io_value_input, a["input.value"])
+        value = a.get("input.value")
+        if isinstance(value, str) and '"tool_call_with_context"' in value[:200]:
+            f.defer(langgraph_tool_context, value)
+        elif value is not None:
+            f.defer(io_value_input, value)
         if "output.value" in a:
             f.defer(io_value_output, a["output.value"])
 
@@ -206,6 +214,8 @@ def _traceloop(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[
         role = _TL_ROLES.get(str(kind), "other")
         _set_role(f, role)
         entity = _str(a.get("traceloop.entity.name"))
+        if kind == "task":
+            f.entity_name = entity
         if role == "agent":
             f.agent_name = f.agent_name or entity or _str(a.get("traceloop.workflow.name"))
             if "traceloop.entity.input" in a:
