@@ -91,8 +91,8 @@ def _compare(runs: int, rounds: int, threads: int, content: bool) -> tuple[Paire
 
 
 def run(result: Result, *, quick: bool) -> None:
-    rounds = 2 if quick else 7
-    runs = 48 if quick else 2_000
+    rounds = 2 if quick else 5
+    runs = 48 if quick else 800
     for content in (False, True):
         for threads in (1, 8):
             agent, total, infos = _compare(runs, rounds, threads, content)

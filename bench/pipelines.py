@@ -116,7 +116,7 @@ def baseline_pipeline() -> Pipeline:
     return Pipeline(provider, exporter)
 
 
-def candidate_pipeline(**settings: Any) -> Pipeline:
+def candidate_pipeline(*, expectations: Sequence[Expectation] = (EXPECTATION,), **settings: Any) -> Pipeline:
     exporter = NoopSpanExporter()
     logs = NoopLogExporter()
     lp = LoggerProvider()
@@ -124,7 +124,7 @@ def candidate_pipeline(**settings: Any) -> Pipeline:
     mp = MeterProvider(metric_readers=[PeriodicExportingMetricReader(NoopMetricExporter(), export_interval_millis=60_000)])
     processor = ToolScoreSpanProcessor(
         BatchSpanProcessor(exporter),
-        expectations=[EXPECTATION],
+        expectations=list(expectations),
         meter_provider=mp,
         logger_provider=lp,
         **settings,

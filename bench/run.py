@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from bench.common import Result  # noqa: E402
 
-SECTIONS = ("hot_path", "scorer", "extraction", "memory", "judge", "service", "import_time")
+SECTIONS = ("hot_path", "breakdown", "scorer", "extraction", "memory", "judge", "service", "import_time")
 
 # Columns shown in the terminal table per section (everything is in results.json).
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -40,6 +40,17 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("ratio agent threads", "ratio_agent_threads"),
         ("µs/span added", "overhead_us_per_span"),
         ("<=1.10x", "verdict"),
+    ],
+    "breakdown": [
+        ("SDK on_start µs", "sdk_on_start_us"),
+        ("ours on_start µs", "ours_on_start_us"),
+        ("SDK on_end µs", "sdk_on_end_us"),
+        ("ours on_end µs", "ours_on_end_us"),
+        ("SDK root end µs", "sdk_on_end_root_us"),
+        ("ours root end µs", "ours_on_end_root_us"),
+        ("added µs/run", "added_us_per_run"),
+        ("ratio to SDK", "ratio_to_sdk"),
+        ("µs/run", "us_per_run"),
     ],
     "scorer": [
         ("runs/s", "runs_per_s"),
@@ -98,6 +109,10 @@ def _runner(section: str) -> Callable[..., None]:
         from bench import hot_path
 
         return hot_path.run
+    if section == "breakdown":
+        from bench import breakdown
+
+        return breakdown.run
     if section == "scorer":
         from bench import scorer
 
@@ -164,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes: proves the suite runs; numbers mean nothing")
     ap.add_argument("--only", default="", help="comma-separated sections (default: all): " + ", ".join(SECTIONS))
     ap.add_argument("--out", default=str(ROOT / "bench" / "results.json"), help="where to write the JSON results")
-    ap.add_argument("--rss-seconds", type=float, default=60.0, help="time budget of the RSS-over-runs measurement")
+    ap.add_argument("--rss-seconds", type=float, default=45.0, help="time budget of the RSS-over-runs measurement")
     args = ap.parse_args(argv)
     sections = [s.strip() for s in args.only.split(",") if s.strip()] or list(SECTIONS)
     started = time.perf_counter()
