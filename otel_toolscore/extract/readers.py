@@ -105,6 +105,25 @@ _SCOPE_TAGS = (
 )
 
 
+_SCOPE_TAG_CACHE: dict[str, str | None] = {}
+
+
+def _scope_tag(scope: str) -> str | None:
+    """The framework tag of an instrumentation scope (memoised: a process sees a handful of scopes)."""
+    try:
+        return _SCOPE_TAG_CACHE[scope]
+    except KeyError:
+        pass
+    found = None
+    for prefix, tag in _SCOPE_TAGS:
+        if scope.startswith(prefix) or (prefix in scope and "." not in prefix):
+            found = tag
+            break
+    if len(_SCOPE_TAG_CACHE) < 1024:
+        _SCOPE_TAG_CACHE[scope] = found
+    return found
+
+
 def _set_role(f: SpanFacts, role: str) -> None:
     if not f.role:
         f.role = role
@@ -422,11 +441,9 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
         return None
     scope = rec.scope_name
     if scope:
-        for prefix, tag in _SCOPE_TAGS:
-            if scope.startswith(prefix) or (prefix in scope and "." not in prefix):
-                if tag not in convs:
-                    convs.append(tag)
-                break
+        tag = _scope_tag(scope)
+        if tag is not None and tag not in convs:
+            convs.append(tag)
     if not f.role:
         f.role = "other"
     if rec.status_code == "ERROR" and rec.status_message:
@@ -488,11 +505,9 @@ def read_log(record: LogRecordView | Any, options: ExtractOptions | None = None)
     f.agent_name = _str(attrs.get("gen_ai.agent.name"))
     f.conversation_id = _str(attrs.get("gen_ai.conversation.id"))
     convs = ["genai"]
-    scope = record.scope_name or ""
-    for prefix, tag in _SCOPE_TAGS:
-        if scope.startswith(prefix):
-            convs.append(tag)
-            break
+    tag = _scope_tag(record.scope_name or "")
+    if tag is not None:
+        convs.append(tag)
     f.conventions = tuple(convs)
     return f
 

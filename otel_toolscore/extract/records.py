@@ -69,7 +69,7 @@ class LogRecordView:
 
 
 # -- live SDK objects -------------------------------------------------------------------------------
-def _plain_attributes(holder: Any, public: Any) -> Mapping[str, Any]:
+def _plain_attributes(holder: Any) -> Mapping[str, Any]:
     """The attribute dict behind a live span without copying it.
 
     ``ReadableSpan.attributes`` wraps the SDK's ``BoundedAttributes`` in a ``MappingProxyType``;
@@ -83,7 +83,22 @@ def _plain_attributes(holder: Any, public: Any) -> Mapping[str, Any]:
         return plain
     if isinstance(inner, dict):
         return inner
+    public = holder.attributes
     return public if public is not None else EMPTY
+
+
+def _enum_names(enum_cls: Any) -> dict[int, str]:
+    return {id(member): member.name for member in enum_cls}
+
+
+# Enum ``.name`` is a Python-level descriptor (~0.3 µs); members are singletons, so look names up by id.
+try:
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    _KIND_BY_ID = _enum_names(SpanKind)
+    _STATUS_BY_ID = _enum_names(StatusCode)
+except ImportError:  # pragma: no cover - the API is a dependency
+    _KIND_BY_ID, _STATUS_BY_ID = {}, {}
 
 
 def record_from_readable(span: Any) -> SpanRecord:
@@ -104,10 +119,10 @@ def record_from_readable(span: Any) -> SpanRecord:
         span_id=format(ctx.span_id, "016x") if ctx is not None else "0" * 16,
         parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
         name=span.name,
-        kind=span.kind.name,
-        attributes=_plain_attributes(span, span.attributes),
+        kind=_KIND_BY_ID.get(id(span.kind)) or span.kind.name,
+        attributes=_plain_attributes(span),
         events=events,
-        status_code=status.status_code.name,
+        status_code=_STATUS_BY_ID.get(id(status.status_code)) or status.status_code.name,
         status_message=status.description,
         start_time_unix_nano=span.start_time or 0,
         end_time_unix_nano=span.end_time or 0,
