@@ -264,3 +264,69 @@ def test_read_span_rejects_plain_spans_and_classify_start(rec: Rec) -> None:
     assert classify_start("x", {"openinference.span.kind": "TOOL"}) == "tool"
     assert classify_start("chat gpt-4o", {"gen_ai.operation.name": "chat"}) == "llm"
     assert classify_start("GET /", {"http.method": "GET"}) is None
+
+
+def test_wrapper_and_duplicate_agent_spans_are_not_runs(rec: Rec) -> None:
+    # openai-agents' unnamed "Agent workflow" wrapper, OpenLLMetry's invoke_agent X → X.workflow pair
+    with rec.span("Agent workflow", {"gen_ai.operation.name": "invoke_agent"}):
+        with rec.span("invoke_agent a", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}):
+            with rec.span("a.workflow", {"traceloop.span.kind": "workflow", "traceloop.entity.name": "a",
+                                         "gen_ai.agent.name": "a"}):
+                with rec.span("execute_tool t", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}):
+                    pass
+    [run] = extract_runs(rec.spans())
+    assert run.agent_name == "a" and [c.name for c in run.tool_calls] == ["t"] and run.parent_run_id is None
+
+
+def test_handoff_makes_the_target_a_child_run(rec: Rec) -> None:
+    with rec.span("invoke_swarm", {"gen_ai.operation.name": "invoke_swarm"}):
+        with rec.span("invoke_agent triage", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage"}):
+            with rec.span("execute_tool handoff_to_agent", {"gen_ai.operation.name": "execute_tool",
+                                                            "gen_ai.tool.name": "handoff_to_agent",
+                                                            "gen_ai.tool.call.arguments": '{"agent_name": "w"}'}):
+                pass
+        with rec.span("invoke_agent w", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "w"}):
+            with rec.span("execute_tool get", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get"}):
+                pass
+    triage, w = extract_runs(rec.spans())
+    assert triage.tool_calls[0].kind == "framework"
+    assert w.parent_run_id == triage.run_id
+
+
+def test_tool_span_events_and_error_results(rec: Rec) -> None:
+    with rec.span("invoke_agent a", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}):
+        with rec.span("execute_tool t", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}) as span:
+            span.add_event("gen_ai.tool.message", {"content": '{"x": 1}', "id": "u1"})  # Strands: arguments
+            span.add_event("gen_ai.choice", {"message": '[{"text": "ok"}]'})  # Strands: result
+        with rec.span("execute_tool t", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t",
+                                         "gen_ai.tool.call.result": '{"error": true, "message": "bad input"}'}):
+            pass  # Mastra: invalid arguments answered with status OK and an error result
+    [run] = extract_runs(rec.spans())
+    first, second = run.tool_calls
+    assert first.arguments == {"x": 1} and first.result == [{"text": "ok"}] and first.status == "ok"
+    assert second.status == "error" and second.error_type == "tool_error"
+
+
+def test_plain_loop_split_over_traces_is_stitched_by_call_ids(rec: Rec) -> None:
+    first = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "q"}]}])
+    second = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "q"}]},
+                         {"role": "assistant", "parts": [{"type": "tool_call", "id": "k1", "name": "f"}]},
+                         {"role": "tool", "parts": [{"type": "tool_call_response", "id": "k1", "response": "1"}]}])
+    with rec.span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": first,
+                             "gen_ai.output.messages": _msgs({"type": "tool_call", "id": "k1", "name": "f"})}):
+        pass
+    with rec.span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": second,
+                             "gen_ai.output.messages": _msgs({"type": "text", "content": "done"})}):
+        pass
+    [run] = extract_runs(rec.spans())  # two traces, one run
+    assert [c.name for c in run.tool_calls] == ["f"] and run.final_output == "done" and run.user_query == "q"
+
+
+def test_requested_only_unknown_tool_is_an_error_when_tools_are_known(rec: Rec) -> None:
+    with rec.span("invoke_agent a", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a",
+                                     "gen_ai.tool.definitions": '["known"]'}):
+        with rec.span("chat m", {"gen_ai.operation.name": "chat",
+                                 "gen_ai.output.messages": _msgs({"type": "tool_call", "id": "z", "name": "made_up"})}):
+            pass
+    [run] = extract_runs(rec.spans())
+    assert [(c.name, c.status, c.error_type) for c in run.tool_calls] == [("made_up", "error", "unknown_tool")]
