@@ -22,12 +22,24 @@ only what is still empty, so the first one that knows a fact wins:
 3. OpenLLMetry / Traceloop (``traceloop.*``, legacy indexed ``gen_ai.prompt/completion.N.*``);
 4. Vercel AI SDK (``ai.*``);
 5. Pydantic AI / Logfire (``agent run``/``running tool``, ``tool_arguments``, ``pydantic_ai.*``);
-6. Google ADK (``gcp.vertex.agent.*``, ``call_llm``, ``agent_run [name]``).
+6. Google ADK (``gcp.vertex.agent.*``, ``call_llm``, ``agent_run [name]``);
+7. Mastra's OTel exporter (``mastra.span.type``, ``mastra.model_step.output``, ``mastra.agent_run.*``);
+8. GenAI ≤1.36 span events (``gen_ai.user.message``, ``gen_ai.choice`` …; on tool spans, Strands'
+   arguments and result), then log records joined by span id (a span's own attributes win over
+   its log events when both carry the model output).
 
-The span's role is the first one a reader names; ``execute_tool (merged)`` is never a call. For the
-run, facts of the run's root span win over facts of its model spans (the first model span for the
-user's request, the last one for the final answer). Framework tags (``strands``, ``openai-agents``,
-``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only.
+The span's role is the first one a reader names (``gen_ai.operation.name`` values a reader does not
+know leave it to the framework readers); ``execute_tool (merged)`` is never a call. For the run,
+facts of the run's root span win over facts of its model spans (the first model span for the user's
+request, the last one for the final answer). Framework tags (``strands``, ``openai-agents``,
+``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only. The run
+rules (nesting, wrappers, de-duplication, errors) are in :mod:`.assemble`.
+
+What is parsed where: :func:`read_span` (hot path) reads scalar attributes only; JSON message
+attributes, flattened ``llm.*`` keys, tool definitions, arguments and results are parsed once per run
+by :meth:`SpanFacts.materialize`, called from :func:`assemble_runs`. Offline only,
+:func:`extract_runs` also joins a hand-written loop that left one trace per model call (no enclosing
+span) when the call ids (or the same request and replayed calls) prove they are one run.
 """
 
 from __future__ import annotations

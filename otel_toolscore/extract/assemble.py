@@ -1,22 +1,35 @@
 """Facts of one trace → :class:`~otel_toolscore.model.AgentRun` s.
 
-Rules (issue 3, ``spec/scorers.md``):
+Rules (issue 3, ``spec/scorers.md``), each grounded in a recorded corpus (``tests/corpus``):
 
-* A run is bounded by an agent span (``role == "agent"``). Facts that no agent span encloses go to
-  a run bounded by their local root span when the trace has no agent span at all (a hand-written
-  loop over an instrumented client), or when they include tool calls.
-* Each fact belongs to the nearest enclosing run; nested runs get ``parent_run_id``.
-* Executed calls come from tool spans. Requested calls come from model outputs (model spans and
-  their log events); requested calls from an agent span's own output (a whole-run summary such as
-  AI SDK 7's root or ``pydantic_ai.all_messages``) are used only when no model span in the run
-  reported requested calls.
-* A requested call and an executed call are one call when their ids match; remaining ones are paired
-  by name and order within the run. Requested calls without a tool span still count, placed right
-  after the call before them in the same model output. Calls whose id appears in the run's input
-  messages before they are requested are history, never new calls.
-* A requested-only call whose result (read from a later model call's input) is an error report gets
-  ``status="error"`` and the error class as ``error_type``.
-* ``run_id`` is the root span id (hex).
+* **Runs.** A run is bounded by an agent span (``role == "agent"``). Facts that no agent span
+  encloses go to a run bounded by their local root span when the trace has no agent span at all (a
+  hand-written loop over an instrumented client), or when they include tool calls (a LangGraph graph
+  whose root is a CHAIN). An OpenInference CHAIN directly under a tool span is a nested graph's root.
+* **Not runs.** An agent span directly inside an agent span of the same name is the same agent seen
+  twice (OpenLLMetry's ``invoke_agent X`` → ``X.workflow``; ADK under OpenInference); an agent span that
+  encloses other agents and has no name or no model/tool call of its own is a wrapper
+  (openai-agents' ``Agent workflow``, Strands' swarm, an OpenLLMetry workflow).
+* **Membership.** Each fact belongs to the nearest enclosing run; nested runs get ``parent_run_id``.
+  An agent span left empty whose sibling task span carries its name adopts that task's subtree
+  (OpenLLMetry + LangGraph subgraphs). Handed-off-to agents become children of the agent that
+  handed off (:mod:`.handoffs`).
+* **Calls.** Executed calls come from tool spans. Requested calls come from model outputs (model spans
+  and their log events; a model span nested in a model span is the same model call). An agent span's
+  own output (AI SDK 7's root, ``pydantic_ai.all_messages``) is used only when no model span in the
+  run reported requested calls. A model call that recorded its input but no output gets, as its
+  requested calls, the calls that first appear in the next model call's input.
+* **One call, seen twice.** A requested and an executed call are one call when their ids match; the
+  remaining ones are paired by name and order within the run. Calls keep the model's order within
+  one output (parallel tool spans start in any order); requested calls without a tool span still count,
+  right after the call before them in the same output. A call the same span was given as input is
+  history, never a new call.
+* **Errors.** A requested-only call is ``status="error"`` when its result (read from a later model
+  call's input) is an error report (``AI_NoSuchToolError: …``, ``Tool 'x' not found``, an
+  ``error-text`` output), when a span's error status names it as not found, or when the run's tool
+  list is known and does not contain it (``error_type="unknown_tool"``).
+* ``run_id`` and ``root_span_id`` are the root span id (hex); ``attributes`` holds the root span's
+  short scalar attributes (content keys excluded), for expectation rules.
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from typing import Any
 from ..model import AgentRun, ToolCall, ToolDefinition
 from .content import requested_calls
 from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
+from .handoffs import reparent_handoffs
 from .values import RawCall
 
 __all__ = ["assemble_runs"]
@@ -143,11 +157,12 @@ def assemble_runs(
     # Same agent twice in a row (OpenLLMetry: ``invoke_agent X`` → ``X.workflow``) is one run; an
     # unnamed agent span that only wraps named ones (openai-agents' ``Agent workflow``) is none.
     outer_of = {r: nearest_root(r, roots) for r in roots}
-    drop = set()
+    merged_into: dict[str, str] = {}
     for r, (outer, through_tool) in outer_of.items():
         name = explicit_name(r)
         if outer is not None and not through_tool and name is not None and name == explicit_name(outer):
-            drop.add(r)  # the same agent seen by two instrumentations/layers: one run
+            merged_into[r] = outer  # the same agent seen by two instrumentations/layers: one run
+    drop = set(merged_into)
     kept = roots - drop
     enclosing_roots = {nearest_root(r, kept)[0] for r in kept} - {None}
     # roots that own a model call or a tool call themselves (not through a nested agent)
@@ -155,7 +170,6 @@ def assemble_runs(
     for r in kept:
         if r in enclosing_roots and (explicit_name(r) is None or r not in owners):
             drop.add(r)  # a wrapper around agents ("Agent workflow", a swarm), not an agent
-    merged_into = {r: outer_of[r][0] for r in drop if outer_of[r][0] is not None and explicit_name(r)}
     roots -= drop
     # OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X`` span stays empty and its work sits in
     # the sibling task span ``X`` (same parent); that task's subtree belongs to the agent's run.
@@ -232,81 +246,8 @@ def assemble_runs(
         out.append((start, agent_run))
     out.sort(key=lambda item: item[0])
     result = [r for _, r in out]
-    _reparent_handoffs(result, handoffs, spans_of)
+    reparent_handoffs(result, handoffs, spans_of)
     return result
-
-
-def _handoff_target(call: ToolCall) -> str | None:
-    args = call.arguments
-    if isinstance(args, Mapping) and isinstance(args.get("agent_name"), str):
-        return str(args["agent_name"])  # ADK transfer_to_agent(agent_name=...)
-    if call.name.startswith("transfer_to_") and call.name != "transfer_to_agent":
-        return call.name[len("transfer_to_") :]
-    return None
-
-
-def _reparent_handoffs(
-    runs: list[AgentRun],
-    handoff_spans: list[tuple[str | None, str | None, str | None, int]],
-    times: Mapping[str, tuple[int, int]],
-) -> None:
-    """Frameworks start a handed-off-to agent (and, in OpenLLMetry's openai-agents, an agent used as
-    a tool) *beside* the agent that called it. Such a run becomes the caller's child when:
-
-    * the caller made a handoff call naming it (``transfer_to_<name>``, ``agent_name`` argument) or a
-      generic one whose target was redacted (then: the next sibling agent);
-    * a handoff span names the source (enclosing run or ``from_agent``) and the target (or none:
-      the next sibling agent starting after the span);
-    * the run starts and ends inside one of a sibling run's tool calls.
-    """
-    by_id = {r.run_id: r for r in runs}
-
-    def next_sibling(source: AgentRun, target: str | None, after: int = 0) -> AgentRun | None:
-        for later in runs[runs.index(source) + 1 :]:
-            if later.parent_run_id != source.parent_run_id or later.run_id == source.run_id:
-                continue
-            if times.get(later.run_id, (0, 0))[0] < after:
-                continue
-            if target is None or later.agent_name == target:
-                return later
-        return None
-
-    moves: list[tuple[AgentRun, AgentRun]] = []
-    for run in runs:
-        for call in run.tool_calls:
-            if call.kind != "framework":
-                continue
-            target = _handoff_target(call)
-            generic = call.name in ("transfer_to_agent", "handoff_to_agent")
-            if target or generic:
-                hit = next_sibling(run, target)
-                if hit is not None:
-                    moves.append((run, hit))
-    for src_id, from_name, to_name, at in handoff_spans:
-        source = by_id.get(src_id) if src_id else None
-        if source is None and from_name:
-            source = next((r for r in runs if r.agent_name == from_name and times.get(r.run_id, (0, 0))[0] <= at), None)
-        if source is not None:
-            hit = next_sibling(source, to_name, after=at)
-            if hit is not None:
-                moves.append((source, hit))
-    for run in runs:
-        start, end = times.get(run.run_id, (0, 0))
-        if not start:
-            continue
-        for other in runs:
-            if other is run or other.parent_run_id != run.parent_run_id:
-                continue
-            if any(
-                c.source == "span" and c.start_time_unix_nano and c.end_time_unix_nano
-                and c.start_time_unix_nano <= start and end <= c.end_time_unix_nano
-                for c in other.tool_calls
-            ):
-                moves.append((other, run))
-                break
-    for source, child in moves:
-        if child.parent_run_id == source.parent_run_id and child is not source:
-            child.parent_run_id = source.run_id
 
 
 def _call_key(raw: RawCall) -> tuple[str, str]:
