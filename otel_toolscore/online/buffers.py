@@ -43,8 +43,8 @@ class TraceState:
     # Root-span attributes that rules match on, copied at the root's end (only the keys rules name).
     root_attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
     roots: set[str] = field(default_factory=set)  # run roots seen starting (agent spans)
-    # Facts read from an agent span's start attributes, used while the span is still open.
-    started: dict[str, SpanFacts] = field(default_factory=dict)
+    # Agent spans still open (the live span objects, by reference): read only if a nested run ends first.
+    started: dict[str, Any] = field(default_factory=dict)
     held: dict[str, HeldRoot] = field(default_factory=dict)
     scored: set[str] = field(default_factory=set)
     dropped_facts: int = 0

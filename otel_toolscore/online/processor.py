@@ -34,6 +34,7 @@ from ..extract import (
     read_span,
     record_from_readable,
 )
+from ..extract.records import _plain_attributes
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
 from ..telemetry import Emitter, RunRef, code_score_attributes, names, openinference_annotation
@@ -199,7 +200,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
         shard = self._table.shard(trace_id)
         state = shard.traces.get(trace_id)
         span_id = _hex16(ctx.span_id)
-        role = classify_start(span.name, span.attributes)
+        attrs = _plain_attributes(span)
+        role = classify_start(span.name, attrs)
         if state is None:
             if local_root and len(shard.local_roots) < self._table.max_local_roots:
                 shard.local_roots[trace_id] = span_id
@@ -214,13 +216,13 @@ class ToolScoreSpanProcessor(SpanProcessor):
         state.open.add(span_id)
         if role == "agent":
             state.roots.add(span_id)
-            # What the run's root says at start (its name, mostly): a run nested in it, or the same
-            # agent's inner span (OpenLLMetry's ``X.workflow``), ends first and must see it is inside.
-            started = read_span(record_from_readable(span), self._extract_options)
-            if started is not None and started.role == "agent":
-                state.started[span_id] = started
-        # Capture the application's expectation where the run starts (context, attributes, baggage).
-        exp = expectation_from_attributes(span.attributes)
+            # Kept (by reference) while open: a run nested in it, or the same agent's inner span
+            # (OpenLLMetry's ``X.workflow``), ends first and must see what it is inside.
+            state.started[span_id] = span
+        elif not local_root:
+            return
+        # Capture the application's expectation where a run may start (context, attributes, baggage).
+        exp = expectation_from_attributes(attrs)
         if exp is None:
             exp = current_expectation()
         if exp is None:
@@ -301,6 +303,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             rec = record_from_readable(span)
             facts = read_span(rec, self._extract_options)
         state.open.discard(span_id)
+        state.started.pop(span_id, None)
         if facts is not None:
             if len(state.facts) < self.settings.max_spans_per_trace:
                 state.facts.append(facts)
@@ -351,8 +354,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
         state.scored.add(span_id)
         try:
             facts = state.facts
-            if state.started:
-                facts = [*facts, *(f for sid, f in state.started.items() if sid in state.open)]
+            still_open = [sp for sid, sp in state.started.items() if sid in state.open]
+            if still_open:
+                facts = [*facts, *self._start_facts(still_open)]
             runs = assemble_runs(
                 facts,
                 state.parents,
@@ -407,6 +411,15 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 self._judge.offer(scored)
             except Exception:
                 _log.debug("otel-toolscore judge offer failed", exc_info=True)
+        return out
+
+    def _start_facts(self, spans: list[Any]) -> list[SpanFacts]:
+        """Facts of run roots that are still open, from what they said at start (their name, mostly)."""
+        out = []
+        for sp in spans:
+            f = read_span(record_from_readable(sp), self._extract_options)
+            if f is not None and f.role == "agent":
+                out.append(f)
         return out
 
     def _scorer(self, expectation: Expectation) -> ToolCallAccuracyCodeScorer:
