@@ -2,35 +2,94 @@
 # Installs the external tools the service/collector/alert tests use, without changing the system:
 #   - rotel (a native OpenTelemetry collector shipped as a binary in a PyPI wheel) into the venv;
 #   - promtool (Debian's `prometheus` package), fetched with `apt-get download` and unpacked with
-#     `dpkg -x` under .cache/debs (git-ignored).
-# Idempotent: a tool already present is not fetched again. Usage: tests/tools/ensure_tools.sh [VENV_PYTHON]
+#     `dpkg -x` under .cache/debs (git-ignored);
+#   with --e2e also:
+#   - VictoriaMetrics (+ vmalert) and Alertmanager from Debian trixie, fetched the same way through a
+#     private apt state under .cache/apt-trixie (the machine's sources and lists are not touched);
+#   - Arize Phoenix from PyPI in its own venv, .cache/phoenix-venv.
+# Idempotent: a tool already present is not fetched again.
+# Usage: tests/tools/ensure_tools.sh [--e2e] [VENV_PYTHON]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+E2E=0
+if [ "${1:-}" = "--e2e" ]; then E2E=1; shift; fi
 PY="${1:-$ROOT/.venv/bin/python}"
 CACHE="$ROOT/.cache"
 DEBS="$CACHE/debs"
 ROTEL_VERSION="${ROTEL_VERSION:-0.0.1a15}"
+PHOENIX_VERSION="${PHOENIX_VERSION:-20.26.1}"
 
 if ! "$PY" -c "import rotel" >/dev/null 2>&1; then
     "$PY" -m pip install -q "rotel==$ROTEL_VERSION"
 fi
 
-fetch_deb() {  # fetch_deb PACKAGE BINARY: unpack PACKAGE into $DEBS/PACKAGE unless BINARY is there
-    local pkg="$1" bin="$2" dir="$DEBS/$1"
-    if [ -x "$dir/usr/bin/$bin" ]; then
-        return 0
-    fi
-    mkdir -p "$dir" "$DEBS/download"
+unpack() {  # unpack PACKAGE: the newest downloaded .deb of PACKAGE into $DEBS/PACKAGE
+    local pkg="$1" deb
+    deb="$(ls -t "$DEBS"/download*/"${pkg}"_*.deb | head -n 1)"
+    mkdir -p "$DEBS/$pkg"
+    dpkg -x "$deb" "$DEBS/$pkg"
+}
+
+fetch_deb() {  # fetch_deb PACKAGE BINARY: from the machine's own sources
+    local pkg="$1" bin="$2"
+    [ -x "$DEBS/$pkg/usr/bin/$bin" ] && return 0
+    mkdir -p "$DEBS/download"
     if ! (cd "$DEBS/download" && apt-get download -q "$pkg" >/dev/null 2>&1); then
-        # A fresh machine may have no package lists yet.
-        apt-get update -qq >/dev/null 2>&1 || true
+        apt-get update -qq >/dev/null 2>&1 || true  # a fresh machine may have no package lists yet
         (cd "$DEBS/download" && apt-get download -q "$pkg" >/dev/null)
     fi
-    local deb
-    deb="$(ls -t "$DEBS/download/${pkg}"_*.deb | head -n 1)"
-    dpkg -x "$deb" "$dir"
-    test -x "$dir/usr/bin/$bin"
+    unpack "$pkg"
+    test -x "$DEBS/$pkg/usr/bin/$bin"
+}
+
+fetch_trixie_deb() {  # fetch_trixie_deb PACKAGE BINARY: from Debian trixie, private apt state
+    local pkg="$1" bin="$2" apt="$CACHE/apt-trixie"
+    [ -x "$DEBS/$pkg/usr/bin/$bin" ] && return 0
+    mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc" "$DEBS/download-trixie"
+    cat > "$apt/etc/trixie.sources" <<SOURCES
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+    local opts=(-o "Dir::Etc::sourcelist=/dev/null" -o "Dir::Etc::sourceparts=$apt/etc" -o "Dir::State::Lists=$apt/lists"
+                -o "Dir::Cache=$apt" -o "Dir::State::status=/var/lib/dpkg/status" -o "APT::Sandbox::User=root")
+    if [ ! -e "$apt/lists/.updated" ]; then
+        apt-get "${opts[@]}" update -qq >/dev/null
+        touch "$apt/lists/.updated"
+    fi
+    (cd "$DEBS/download-trixie" && apt-get "${opts[@]}" download -q "$pkg" >/dev/null)
+    unpack "$pkg"
+    test -x "$DEBS/$pkg/usr/bin/$bin"
 }
 
 fetch_deb prometheus promtool
-echo "tools ready: rotel ($("$PY" -c 'import rotel, os; print(os.path.dirname(rotel.__file__))')), promtool ($DEBS/prometheus/usr/bin/promtool)"
+
+if [ "$E2E" = 1 ]; then
+    fetch_trixie_deb victoria-metrics victoria-metrics
+    fetch_trixie_deb prometheus-alertmanager prometheus-alertmanager
+    # Debian's Alertmanager reads its default notification template from the absolute directory
+    # /usr/share/prometheus/alertmanager, which an unpacked (not installed) package does not have.
+    # A copy of the binary names a directory of the same length under /tmp instead (same-length
+    # replacement of that one string constant), where the test puts the package's templates.
+    AM="$DEBS/prometheus-alertmanager/usr/bin"
+    if [ ! -x "$AM/alertmanager-local" ]; then
+        python3 - "$AM/prometheus-alertmanager" "$AM/alertmanager-local" <<'PATCH'
+import sys
+old, new = b"/usr/share/prometheus/alertmanagertimeout", b"/tmp/otel-toolscore-am-tmpl-000000timeout"
+assert len(old) == len(new)
+data = open(sys.argv[1], "rb").read()
+assert data.count(old) == 1, "unexpected Alertmanager build: template path not found once"
+open(sys.argv[2], "wb").write(data.replace(old, new))
+PATCH
+        chmod +x "$AM/alertmanager-local"
+    fi
+    PHX="$CACHE/phoenix-venv"
+    if ! "$PHX/bin/python" -c "import phoenix" >/dev/null 2>&1; then
+        rm -rf "$PHX"
+        python3 -m venv "$PHX"
+        "$PHX/bin/python" -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
+    fi
+fi
+echo "tools ready in $CACHE"

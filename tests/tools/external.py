@@ -82,3 +82,38 @@ def rotel(tmp: Path, exporter_endpoint: str, *, protocol: str = "grpc", extra: t
             proc.kill()
             proc.wait()
         time.sleep(0)
+
+
+def ensure_e2e_tools() -> dict[str, Path]:
+    """VictoriaMetrics, vmalert, Alertmanager (Debian trixie) and Phoenix (PyPI, own venv), installed on demand."""
+    paths = {
+        "victoria-metrics": DEBS / "victoria-metrics" / "usr" / "bin" / "victoria-metrics",
+        "vmalert": DEBS / "victoria-metrics" / "usr" / "bin" / "vmalert",
+        "alertmanager": DEBS / "prometheus-alertmanager" / "usr" / "bin" / "alertmanager-local",
+        "phoenix": ROOT / ".cache" / "phoenix-venv" / "bin" / "phoenix",
+    }
+    if not all(p.exists() for p in paths.values()):
+        subprocess.run(["bash", str(ENSURE), "--e2e", sys.executable], check=True, timeout=1200, capture_output=True)
+    # The directory the patched Alertmanager reads its default template from (see ensure_tools.sh).
+    templates = Path("/tmp/otel-toolscore-am-tmpl-000000")
+    templates.mkdir(exist_ok=True)
+    for source in (DEBS / "prometheus-alertmanager" / "usr" / "share" / "prometheus" / "alertmanager").glob("*.tmpl"):
+        (templates / source.name).write_bytes(source.read_bytes())
+    return paths
+
+
+@contextlib.contextmanager
+def process(args: list[str], log: Path, env: dict[str, str] | None = None, stop_signal: int = 15) -> Iterator[subprocess.Popen[bytes]]:
+    """A background process logging to ``log``; stopped (signal, then kill) on exit."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(stop_signal)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
