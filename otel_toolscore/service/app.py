@@ -270,12 +270,15 @@ class ScoringService:
             self._refused.add(count, {names.ATTR_SIGNAL: signal, names.ATTR_REASON: reason})
 
     def accept_spans(self, request: ExportTraceServiceRequest) -> IntakeResult:
-        decoded = list(decode_spans(request))
         total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        invalid = total - len(decoded)
         if self._draining:
             self.refuse("spans", "draining", total)
             return IntakeResult(False, "draining")
+        if self.buffer.saturated:  # refuse before spending CPU on decoding
+            self.refuse("spans", "overload", total)
+            return IntakeResult(False, "overload")
+        decoded = list(decode_spans(request))
+        invalid = total - len(decoded)
         admission = self.buffer.add_spans(decoded)
         if not admission.accepted:
             self.refuse("spans", "overload", total)

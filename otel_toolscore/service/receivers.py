@@ -127,6 +127,7 @@ class GrpcReceiver:
 
 # -- HTTP -------------------------------------------------------------------------------------------
 _PROTOBUF = "application/x-protobuf"
+MAX_CONCURRENT_HTTP_REQUESTS = 32
 _JSON = "application/json"
 
 
@@ -178,6 +179,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- OTLP ------------------------------------------------------------------------------------
     def do_POST(self) -> None:
+        # Bounded concurrency: the server makes a thread per connection, so past the limit a request
+        # is answered at once (retryable) instead of piling up threads and bodies in memory.
+        if not self.server.slots.acquire(blocking=False):
+            self.close_connection = True
+            self.server.service.refuse("spans" if "traces" in self.path else "logs", "overload", 1)
+            retry = {"Retry-After": str(self.server.settings.retry_after_s)}
+            self._status(429, code_pb2.RESOURCE_EXHAUSTED, "too many concurrent requests; retry later", False, retry)
+            return
+        try:
+            self._post()
+        finally:
+            self.server.slots.release()
+
+    def _post(self) -> None:
         service = self.server.service
         settings = self.server.settings
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -262,6 +277,8 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     service: ScoringService
     settings: ServiceSettings
+    #: Requests handled at once (each holds its body in memory while it is decoded).
+    slots = threading.BoundedSemaphore(MAX_CONCURRENT_HTTP_REQUESTS)
 
 
 class _Server6(_Server):
@@ -274,6 +291,7 @@ class HttpReceiver:
         self._server = cls((settings.host, settings.http_port), _Handler)
         self._server.service = service
         self._server.settings = settings
+        self._server.slots = threading.BoundedSemaphore(MAX_CONCURRENT_HTTP_REQUESTS)  # per server
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="otel-toolscore-http", daemon=True
