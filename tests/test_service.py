@@ -627,3 +627,14 @@ def test_service_runs_the_llm_judge_from_the_environment() -> None:
         (root,) = [s for s in backend.spans() if s["name"].startswith("invoke_agent")]
         assert len(carriers) == 1 and carriers[0]["trace_id"] == root["trace_id"]
         assert backend.metric_points("toolscore.judge.requests")
+
+
+def test_every_service_setting_has_a_flag() -> None:
+    from otel_toolscore.cli import build_parser
+    from otel_toolscore.service.settings import ServiceSettings
+
+    serve = build_parser()._subparsers._group_actions[0].choices["serve"]  # type: ignore[union-attr]
+    flags = {a.dest for a in serve._actions}
+    assert set(ServiceSettings.model_fields) <= flags
+    args = serve.parse_args(["--grpc-port", "0", "--no-forward", "--recent-traces", "5"])
+    assert (args.grpc_port, args.forward, args.recent_traces) == (0, False, 5)

@@ -42,6 +42,9 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--export-endpoint", help="OTLP endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
     g.add_argument("--export-protocol", choices=("grpc", "http/protobuf"), help="export protocol (default grpc)")
     g.add_argument("--drain-timeout-s", type=float, help="longest drain on SIGTERM")
+    g.add_argument("--retry-after-s", type=int, help="retry delay advertised when refusing under overload")
+    g.add_argument("--metric-export-interval-ms", type=int, help="metric export period")
+    g.add_argument("--recent-traces", type=int, help="completed trace ids remembered to recognise late spans")
     s = p.add_argument_group("scoring")
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
     s.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
@@ -52,6 +55,7 @@ def add_parser(sub: Any) -> None:
 _SERVICE_FLAGS = (
     "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_s", "max_pending_spans", "max_pending_bytes",
     "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_s",
+    "retry_after_s", "metric_export_interval_ms", "recent_traces",
 )
 _SCORING_FLAGS = ("rules", "expected_tool")
 

@@ -72,7 +72,7 @@ class ServiceSettings(BaseModel):
     export_protocol: Literal["grpc", "http/protobuf"] | None = Field(
         None, description="Export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)."
     )
-    export: bool = Field(True, description="Export over OTLP at all (off: scores are only counted and logged).")
+    export: bool = Field(True, description="Export over OTLP at all (off: nothing leaves the service).")
     metric_export_interval_ms: int = Field(10_000, ge=100, le=3_600_000, description="Metric export period.")
     drain_timeout_s: float = Field(10.0, gt=0, le=600, description="Longest SIGTERM drain before exiting.")
     recent_traces: int = Field(
