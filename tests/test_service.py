@@ -638,3 +638,56 @@ def test_every_service_setting_has_a_flag() -> None:
     assert set(ServiceSettings.model_fields) <= flags
     args = serve.parse_args(["--grpc-port", "0", "--no-forward", "--recent-traces", "5"])
     assert (args.grpc_port, args.forward, args.recent_traces) == (0, False, 5)
+
+
+def test_log_drops_are_counted_and_otlp_json_logs_accepted() -> None:
+    """Log events whose spans never come are dropped at the hard timeout (counted), and events of a
+    trace already scored are late (counted); OTLP/JSON log bodies with hex ids are read."""
+    running = start_service(quiet_period_ms=50, hard_timeout_s=0.5)
+    try:
+        choice = {
+            "resourceLogs": [{
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "agent"}}]},
+                "scopeLogs": [{
+                    "scope": {"name": "test"},
+                    "logRecords": [{
+                        "timeUnixNano": "1",
+                        "eventName": "gen_ai.choice",
+                        "traceId": "5b8efff798038103d269b633813fc60c",
+                        "spanId": "eee19b7ec3c1b174",
+                        "body": {"kvlistValue": {"values": [
+                            {"key": "index", "value": {"intValue": "0"}},
+                            {"key": "message", "value": {"kvlistValue": {"values": [
+                                {"key": "role", "value": {"stringValue": "assistant"}},
+                                {"key": "tool_calls", "value": {"arrayValue": {"values": [{"kvlistValue": {"values": [
+                                    {"key": "id", "value": {"stringValue": "c1"}},
+                                    {"key": "type", "value": {"stringValue": "function"}},
+                                    {"key": "function", "value": {"kvlistValue": {"values": [
+                                        {"key": "name", "value": {"stringValue": "get_weather"}},
+                                        {"key": "arguments", "value": {"stringValue": "{}"}},
+                                    ]}}},
+                                ]}}]}}},
+                            ]}}},
+                        ]}},
+                    }],
+                }],
+            }]
+        }
+        status, _, _ = post(f"{running.http}/v1/logs", json.dumps(choice).encode(), "application/json")
+        assert status == 200
+        assert running.service.buffer.traces == 1  # kept: it may meet its spans
+        time.sleep(1.0)  # past the hard timeout: no span ever came
+        assert running.service.buffer.traces == 0
+        assert running.counter("toolscore.dropped", **{"toolscore.reason": "orphan_logs"}) == 1
+        # A trace scored already: its late event is counted, not kept.
+        spans = recorded_spans()
+        first = [s for s in spans if s.context.trace_id == spans[0].context.trace_id]
+        _send(running, first)
+        running.wait_scored(1)
+        choice["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["traceId"] = format(first[0].context.trace_id, "032x")
+        status, _, _ = post(f"{running.http}/v1/logs", json.dumps(choice).encode(), "application/json")
+        assert status == 200
+        assert running.counter("toolscore.dropped", **{"toolscore.reason": "late_log"}) == 1
+        assert running.service.buffer.traces == 0
+    finally:
+        running.service.shutdown(timeout_s=5)
