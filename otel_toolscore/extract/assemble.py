@@ -407,7 +407,7 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
             # openai-agents stops the run on an unknown tool; with the model output not recorded
             # (OpenLLMetry + Chat Completions) this status message is the only trace of the call
             named.add(m.group(1))
-            lost = ToolCall.model_construct(
+            lost = ToolCall(
                 name=m.group(1), call_id=None, arguments=None, result=None, status="error",
                 error_type="unknown_tool", kind="framework" if opts.is_framework(m.group(1)) else "tool",
                 source="error", span_id=None, start_time_unix_nano=None, end_time_unix_nano=None,
@@ -444,7 +444,7 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
                 conventions.append(conv)
     root_attrs = _first(f.attributes for f in root_facts)
     attributes = _root_attributes(root_attrs)
-    return AgentRun.model_construct(
+    return AgentRun(
         run_id=run.root,
         trace_id=trace_id,
         root_span_id=run.root,

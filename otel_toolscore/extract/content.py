@@ -64,7 +64,7 @@ def requested_calls(facts: SpanFacts, raws: list[RawCall], opts: ExtractOptions)
     for n, raw in enumerate(raws):
         args = maybe_json(raw.arguments) if opts.capture_content else None
         calls.append(
-            ToolCall.model_construct(
+            ToolCall(
                 name=raw.name,
                 call_id=raw.call_id,
                 arguments=truncate_value(args, opts.max_chars),

@@ -132,7 +132,7 @@ class SpanFacts:
                 # Mastra answers invalid arguments with status OK and {"error": true, "message": ...}
                 self.status = "error"
                 self.error_type = self.error_type or "tool_error"
-            self.call = ToolCall.model_construct(
+            self.call = ToolCall(
                 name=self.tool_name,
                 call_id=self.call_id,
                 arguments=self._content(self.raw_arguments, opts, "arguments"),
