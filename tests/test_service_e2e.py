@@ -84,6 +84,9 @@ def tools() -> dict[str, Path]:
     return ensure_e2e_tools()
 
 
+# The first run on a fresh machine may install the tools in the fixture (Phoenix takes minutes);
+# `make test` installs them before pytest (tests/tools/ensure_tools.sh --e2e).
+@pytest.mark.timeout(1800)
 def test_end_to_end_scores_reach_phoenix_victoriametrics_and_alertmanager(tools: dict[str, Path], tmp_path: Path) -> None:
     vm_port, vmalert_port, am_port = free_port(), free_port(), free_port()
     phx_port, phx_grpc = free_port(), free_port()
