@@ -139,7 +139,7 @@ def test_unreadable_rules_file_names_the_file(tmp_path: Path) -> None:
 
 def test_rules_from_environment_fail_at_processor_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_TOOLSCORE_RULES", str(tmp_path / "missing.toml"))
-    with pytest.raises(RulesError, match="missing.toml"):
+    with pytest.raises(RulesError, match=r"missing\.toml"):
         ToolScoreSpanProcessor(None)
 
 
