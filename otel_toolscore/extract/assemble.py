@@ -168,8 +168,12 @@ def assemble_runs(
     # roots that own a model call or a tool call themselves (not through a nested agent)
     owners = {nearest_root(s, kept)[0] for s in by_span if s not in kept and role_of(s) in ("tool", "llm")}
     for r in kept:
-        if r in enclosing_roots and (explicit_name(r) is None or r not in owners):
-            drop.add(r)  # a wrapper around agents ("Agent workflow", a swarm), not an agent
+        # A wrapper around agents is no agent: unnamed ("Agent workflow"), or a workflow span that
+        # owns no model/tool call itself. (Ownership is judged for workflows only: live, an outer
+        # agent's own spans may not have reached the assembler yet.)
+        workflow = any(f.workflow for f in by_span.get(r, ()))
+        if r in enclosing_roots and (explicit_name(r) is None or (workflow and r not in owners)):
+            drop.add(r)
     roots -= drop
     # OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X`` span stays empty and its work sits in
     # the sibling task span ``X`` (same parent); that task's subtree belongs to the agent's run.
@@ -270,9 +274,7 @@ def _fill_unreported_outputs(llm_groups: list[list[SpanFacts]], opts: ExtractOpt
         if i == 0 or not new:
             continue
         previous = llm_groups[i - 1]
-        if any(f.requested or f.final_output for f in previous) or not any(
-            f.history_calls or f.history_ids or f.user_query for f in previous
-        ):
+        if any(f.requested or f.saw_output for f in previous) or not any(f.saw_input for f in previous):
             continue  # the previous call reported an output, or recorded nothing at all (content off)
         unique: dict[tuple[str, str], RawCall] = {}
         for raw in new:

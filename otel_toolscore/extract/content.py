@@ -89,6 +89,7 @@ def _requested(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, st
 
 def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) -> None:
     """Input messages: the user's request, and the ids / results of calls made earlier (history)."""
+    facts.saw_input = True
     for raw in pm.calls:
         if raw.call_id:
             facts.history_ids.add(raw.call_id)
@@ -101,6 +102,8 @@ def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) 
 
 
 def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, fallback: bool) -> None:
+    if pm.calls or pm.assistant_texts:
+        facts.saw_output = True
     calls = _requested(facts, pm, opts)
     if calls:
         target = facts.requested_fallback if fallback else facts.requested

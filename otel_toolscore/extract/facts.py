@@ -87,6 +87,8 @@ class SpanFacts:
     handoff_from: str | None = None
     #: the call a LangGraph ``tools`` task was given (``tool_call_with_context``): name, id, arguments
     context_call: RawCall | None = None
+    #: the agent role came from a workflow marker (OpenLLMetry ``traceloop.span.kind=workflow``)
+    workflow: bool = False
     #: a task span's entity name (OpenLLMetry), to find the work of an agent span left empty
     entity_name: str | None = None
     #: status message of a span that ended in error (a framework's "Tool not found: …" on a turn span)
@@ -101,6 +103,10 @@ class SpanFacts:
     #: requested calls that come from a whole-conversation dump (used only when no model span has any)
     requested_fallback: list[ToolCall] = field(default_factory=list)
     history_ids: set[str] = field(default_factory=set)
+    #: the model call's input messages were recorded (even if content is then dropped)
+    saw_input: bool = False
+    #: the model call's output was recorded (text or calls, even if content is then dropped)
+    saw_output: bool = False
     #: tool calls replayed in this model call's input (name, id, arguments), in order
     history_calls: list[RawCall] = field(default_factory=list)
     #: tool results seen in messages, by call id: (value, error type or None)

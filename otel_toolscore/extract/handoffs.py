@@ -76,8 +76,9 @@ def reparent_handoffs(
             if other is run or other.parent_run_id != run.parent_run_id:
                 continue
             if any(
-                c.source == "span" and c.start_time_unix_nano and c.end_time_unix_nano
-                and c.start_time_unix_nano <= start and end <= c.end_time_unix_nano
+                # a tool call still open (live, its span has not ended) contains whatever started in it
+                c.source == "span" and c.start_time_unix_nano and c.start_time_unix_nano <= start
+                and (not c.end_time_unix_nano or end <= c.end_time_unix_nano)
                 for c in other.tool_calls
             ):
                 moves.append((other, run))

@@ -235,6 +235,8 @@ def _traceloop(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[
         entity = _str(a.get("traceloop.entity.name"))
         if kind == "task":
             f.entity_name = entity
+        elif kind == "workflow":
+            f.workflow = True
         if role == "agent":
             f.agent_name = f.agent_name or entity or _str(a.get("traceloop.workflow.name"))
             if "traceloop.entity.input" in a:
@@ -529,6 +531,8 @@ def classify_start(name: str, attributes: Mapping[str, Any] | None) -> str | Non
         kind = attributes.get("traceloop.span.kind")
         if kind is not None:
             return _TL_ROLES.get(str(kind))
+        if "llm.request.type" in attributes:  # OpenLLMetry model spans (legacy and current)
+            return "llm"
         op = attributes.get("ai.operationId")
         if op is not None:
             if op in _VERCEL_ROOTS:
