@@ -403,3 +403,40 @@ def test_content_is_not_kept_without_a_judge(pipe: Pipeline) -> None:
     (event,) = pipe.events()
     assert "a@b.c" not in json.dumps(dict(event.attributes))
     assert "secret" not in json.dumps(dict(event.attributes))
+
+
+def test_tool_calls_from_log_events_join_the_run() -> None:
+    """GenAI <=1.36 instrumentations put requested calls in `gen_ai.choice` log events, not on spans."""
+    from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    from otel_toolscore import ToolScoreLogRecordProcessor
+
+    p = make_pipeline(expectations=[Expectation(expected_tool_order=["get_weather", "get_time"])])
+    app_logs = SdkLoggerProvider()
+    app_logs.add_log_record_processor(ToolScoreLogRecordProcessor(p.processor))
+    app_logs.add_log_record_processor(SimpleLogRecordProcessor(InMemoryLogRecordExporter()))
+    logger = app_logs.get_logger("openai-v2-legacy")
+    tracer = p.tracer
+    with tracer.start_as_current_span("loop"):  # a hand-written loop: no agent span, no tool spans
+        with tracer.start_as_current_span("chat gpt-4o", attributes={"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}):
+            logger.emit(
+                event_name="gen_ai.choice",
+                body={
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {"id": "call_1", "type": "function", "function": {"name": "get_weather"}},
+                            {"id": "call_2", "type": "function", "function": {"name": "get_time"}},
+                        ],
+                    },
+                },
+                attributes={"gen_ai.system": "openai"},
+            )
+    p.flush()
+    (root,) = [s for s in p.spans.get_finished_spans() if s.name == "loop"]
+    assert list(root.attributes["toolscore.code.actual_tools"]) == ["get_weather", "get_time"]
+    assert root.attributes["toolscore.code.score"] == 1.0
+    p.provider.shutdown()
