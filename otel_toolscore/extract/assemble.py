@@ -47,26 +47,6 @@ from .values import RawCall
 
 __all__ = ["assemble_runs"]
 
-#: Attribute keys whose values are content or bulky, never copied into ``AgentRun.attributes``.
-_BULKY_PREFIXES = ("gen_ai.input.", "gen_ai.output.", "gen_ai.system_instructions", "gen_ai.tool.definitions",
-                   "llm.input_messages", "llm.output_messages", "input.value", "output.value", "ai.prompt",
-                   "ai.response", "pydantic_ai.all_messages", "traceloop.entity.input", "traceloop.entity.output",
-                   "gcp.vertex.agent.llm_", "final_result")
-_MAX_ATTR_CHARS = 256
-
-
-def _root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if not attrs:
-        return out
-    for key, value in attrs.items():
-        if key.startswith(_BULKY_PREFIXES):
-            continue
-        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_ATTR_CHARS):
-            out[key] = value
-    return out
-
-
 class _Run:
     __slots__ = ("agent_facts", "llm_spans", "other_facts", "root", "tool_facts")
 
@@ -445,7 +425,7 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
             if conv not in conventions:
                 conventions.append(conv)
     root_attrs = _first(f.attributes for f in root_facts)
-    attributes = _root_attributes(root_attrs)
+    attributes = dict(root_attrs) if root_attrs else {}
     return AgentRun(
         run_id=run.root,
         trace_id=trace_id,

@@ -93,7 +93,10 @@ def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) 
     for raw in pm.calls:
         if raw.call_id:
             facts.history_ids.add(raw.call_id)
-    facts.history_calls.extend(pm.calls)
+    if opts.capture_content:
+        facts.history_calls.extend(pm.calls)
+    else:  # names and ids are not content; arguments are
+        facts.history_calls.extend(RawCall(c.name, c.call_id, None, c.position) for c in pm.calls)
     for rid, (value, err) in pm.results.items():
         facts.history_ids.add(rid)
         facts.results[rid] = (truncate_value(maybe_json(value), opts.max_chars) if opts.capture_content else None, err)
@@ -506,4 +509,5 @@ def langgraph_tool_context(facts: SpanFacts, value: Any, opts: ExtractOptions) -
     data = maybe_json(value)
     call = data.get("tool_call") if isinstance(data, Mapping) else None
     if isinstance(call, Mapping) and call.get("name"):
-        facts.context_call = RawCall(str(call["name"]), clean_id(call.get("id")), call.get("args"))
+        args = call.get("args") if opts.capture_content else None
+        facts.context_call = RawCall(str(call["name"]), clean_id(call.get("id")), args)

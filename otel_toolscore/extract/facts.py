@@ -10,6 +10,10 @@ Two phases keep the hot path cheap:
 * :meth:`SpanFacts.materialize` (called by :func:`~otel_toolscore.extract.assemble_runs`, once per
   run when its root ends) runs the deferred parsers, truncates content to
   :class:`ExtractOptions` limits and builds the :class:`~otel_toolscore.model.ToolCall` objects.
+
+With ``capture_content=False`` the readers materialize at once instead: tool names and ids are taken
+from the messages and every content value is dropped, so a pending run holds no reference to the
+application's prompts, arguments or results (what the processor keeps while a run is open).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 from ..model import ToolCall, ToolDefinition
 from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "SpanFacts"]
+__all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,27 @@ class ExtractOptions:
 
 
 DEFAULT_OPTIONS = ExtractOptions()
+
+#: Attribute keys whose values are content or bulky, never copied into ``AgentRun.attributes``.
+_BULKY_PREFIXES = ("gen_ai.input.", "gen_ai.output.", "gen_ai.system_instructions", "gen_ai.tool.definitions",
+                   "llm.input_messages", "llm.output_messages", "input.value", "output.value", "ai.prompt",
+                   "ai.response", "pydantic_ai.all_messages", "traceloop.entity.input", "traceloop.entity.output",
+                   "gcp.vertex.agent.llm_", "final_result")
+_MAX_ATTR_CHARS = 256
+
+
+def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The short scalar attributes of a run root (content and bulky keys left out), for rules."""
+    out: dict[str, Any] = {}
+    if not attrs:
+        return out
+    for key, value in attrs.items():
+        if key.startswith(_BULKY_PREFIXES):
+            continue
+        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_ATTR_CHARS):
+            out[key] = value
+    return out
+
 
 #: A deferred parser: fills content fields of ``facts`` from one raw value.
 Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
@@ -153,6 +178,7 @@ class SpanFacts:
                 message_index=None,
                 invocation_index=None,
             )
+        self.raw_arguments = self.raw_result = None  # the call holds the (truncated) content now
         if not opts.capture_content:
             self.user_query = None
             self.final_output = None

@@ -32,7 +32,7 @@ from .content import (
     vercel_prompt_tools,
     vercel_response_toolcalls,
 )
-from .facts import ExtractOptions, SpanFacts
+from .facts import ExtractOptions, SpanFacts, root_attributes
 from .records import LogRecordView, SpanRecord
 from .values import clean_id
 
@@ -448,8 +448,8 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
             convs.append(tag)
     if not f.role:
         f.role = "other"
-    if rec.status_code == "ERROR" and rec.status_message:
-        f.error_message = rec.status_message[:2000]
+    if rec.status_code == "ERROR" and rec.status_message and "not found" in rec.status_message:
+        f.error_message = rec.status_message[:2000]  # only "tool … not found" reports are used
     if f.role == "tool":
         if f.tool_name is None:
             f.role = "other"  # a tool span that names no tool is not a call we could report
@@ -460,8 +460,10 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
             f.status = "error"
             f.error_type = str(a["error.type"])
     if f.role == "agent":
-        f.attributes = a
+        f.attributes = root_attributes(a)  # short scalars only: no reference to the span's content
     f.conventions = tuple(convs)
+    if options is not None and not options.capture_content:
+        f.materialize(options)  # names only: parse now, keep no content while the run is pending
     return f
 
 
@@ -511,6 +513,8 @@ def read_log(record: LogRecordView | Any, options: ExtractOptions | None = None)
     if tag is not None:
         convs.append(tag)
     f.conventions = tuple(convs)
+    if options is not None and not options.capture_content:
+        f.materialize(options)
     return f
 
 
