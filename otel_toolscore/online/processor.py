@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["ScoredRun", "ToolScoreLogRecordProcessor", "ToolScoreSpanProcessor"]
 
 _log = logging.getLogger(__name__)
+_WAKE_AT = 512  # queued items that wake the worker before its next poll
 
 
 class ScoredRun:
@@ -470,7 +471,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self._emit_queue.append(("drop", "emit_queue_full", 1))
             return
         self._emit_queue.append(scored)
-        self._wake.set()
+        # The worker polls every 50 ms; waking it per run would cost the span's thread a lock round trip.
+        if len(self._emit_queue) >= _WAKE_AT:
+            self._wake.set()
 
     def _run_worker(self) -> None:
         while True:
