@@ -330,3 +330,15 @@ def test_requested_only_unknown_tool_is_an_error_when_tools_are_known(rec: Rec) 
             pass
     [run] = extract_runs(rec.spans())
     assert [(c.name, c.status, c.error_type) for c in run.tool_calls] == [("made_up", "error", "unknown_tool")]
+
+
+def test_long_content_is_parsed_at_read_time_not_held(rec: Rec) -> None:
+    history = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "x" * 50_000}]}])
+    with rec.span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": history}):
+        pass
+    options = ExtractOptions(max_chars=100)
+    facts = read_span(record_from_readable(rec.spans()[0]), options)
+    assert facts is not None and facts.materialized and not facts.deferred
+    assert facts.user_query is not None and len(facts.user_query) < 200
+    short = read_span(record_from_readable(rec.spans()[0]), ExtractOptions(max_deferred_chars=10**6))
+    assert short is not None and not short.materialized and short.deferred  # small enough to defer

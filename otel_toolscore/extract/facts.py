@@ -40,6 +40,9 @@ class ExtractOptions:
         include_framework_calls: keep framework calls in ``AgentRun.tool_calls`` (as
             ``kind="framework"``; scorers skip them unless asked). ``False`` drops them.
         max_calls_per_run: calls kept per run; further ones are dropped and counted.
+        max_deferred_chars: content a span may leave unparsed until assembly; a span carrying more
+            (long histories in every model span of a long run) is parsed at read time, so a pending
+            run holds truncated facts instead of the raw strings.
     """
 
     max_chars: int = 8192
@@ -48,6 +51,7 @@ class ExtractOptions:
     framework_tool_prefixes: tuple[str, ...] = ("transfer_to_", "final_result_", "handoff to ")
     include_framework_calls: bool = True
     max_calls_per_run: int = 2000
+    max_deferred_chars: int = 32768
 
     def is_framework(self, name: str) -> bool:
         return name in self.framework_tool_names or name.startswith(self.framework_tool_prefixes)
@@ -144,6 +148,16 @@ class SpanFacts:
 
     def defer(self, parser: Deferred, value: Any) -> None:
         self.deferred.append((parser, value))
+
+    def held_chars(self) -> int:
+        """Characters of raw content this (not yet materialized) fact keeps a reference to."""
+        total = 0
+        for value in (self.raw_arguments, self.raw_result, *(v for _, v in self.deferred)):
+            if isinstance(value, str):
+                total += len(value)
+            elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+                total += len(value[1])  # (event name, body)
+        return total
 
     def materialize(self, options: ExtractOptions | None = None) -> SpanFacts:
         """Run the deferred parsers and build the executed :class:`ToolCall` (idempotent)."""

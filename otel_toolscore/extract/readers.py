@@ -462,8 +462,8 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
     if f.role == "agent":
         f.attributes = root_attributes(a)  # short scalars only: no reference to the span's content
     f.conventions = tuple(convs)
-    if options is not None and not options.capture_content:
-        f.materialize(options)  # names only: parse now, keep no content while the run is pending
+    if options is not None and (not options.capture_content or f.held_chars() > options.max_deferred_chars):
+        f.materialize(options)  # names only / long content: parse now, hold no raw content while pending
     return f
 
 
@@ -513,7 +513,7 @@ def read_log(record: LogRecordView | Any, options: ExtractOptions | None = None)
     if tag is not None:
         convs.append(tag)
     f.conventions = tuple(convs)
-    if options is not None and not options.capture_content:
+    if options is not None and (not options.capture_content or f.held_chars() > options.max_deferred_chars):
         f.materialize(options)
     return f
 
