@@ -53,7 +53,7 @@ def _per_pass(fn: Callable[[], object], budget_s: float) -> float:
 
 def run(result: Result, *, quick: bool) -> None:
     rounds = 1 if quick else 3
-    budget = 0.02 if quick else 0.08
+    budget = 0.02 if quick else 0.05
     folders = convention_folders()
     if quick:
         folders = dict(list(folders.items())[:3])

@@ -81,7 +81,7 @@ def _round_trip(server: OpenAITestServer, n: int = 10) -> float:
 def throughput(result: Result, server: OpenAITestServer, *, quick: bool) -> None:
     delays = (0.05,) if quick else (0.05, 0.2)
     workers_list = (2,) if quick else (1, 2, 4, 8)
-    window_s = 0.3 if quick else 2.0
+    window_s = 0.3 if quick else 1.5
     rtt = _round_trip(server)
     result.notes.append(
         f"judge: a keep-alive round trip to the test server with no delay takes {rtt * 1000:.0f} ms "
@@ -144,8 +144,8 @@ def _agent_time(server: OpenAITestServer, ratio: float | None, runs: int) -> flo
 
 def agent_overhead(result: Result, server: OpenAITestServer, *, quick: bool) -> None:
     server.delay = 0.01
-    rounds = 1 if quick else 5
-    runs = 30 if quick else 600
+    rounds = 1 if quick else 3
+    runs = 30 if quick else 400
     for ratio in (0.05, 1.0):
         off: list[float] = []
         on: list[float] = []

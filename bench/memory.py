@@ -129,7 +129,7 @@ def _child_pending_at_limit(limit: int, with_processor: bool) -> dict[str, Any]:
     warm = _open_runs(pipe, 10, False, tools=False)
     gc.collect()
     before = rss_bytes()
-    roots = _open_runs(pipe, limit + limit // 10, False, tools=False)
+    roots = _open_runs(pipe, limit + limit // 20, False, tools=False)
     gc.collect()
     after = rss_bytes()
     out: dict[str, Any] = {"rss_delta": after - before, "opened": len(roots)}
@@ -146,19 +146,28 @@ def _child_pending_at_limit(limit: int, with_processor: bool) -> dict[str, Any]:
     return out
 
 
-def _spawn(*args: str, timeout: float) -> dict[str, Any]:
-    proc = subprocess.run(
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "bench.memory", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+
+
+def _result(proc: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
     if proc.returncode != 0:
-        raise RuntimeError(f"bench.memory {' '.join(args)} failed: {proc.stderr[-2000:]}")
-    data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"bench.memory {proc.args!r} failed: {err[-2000:]}")
+    data: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return data
+
+
+def _spawn(*args: str, timeout: float) -> dict[str, Any]:
+    return _result(_start(*args), timeout)
 
 
 def _slope(samples: list[tuple[int, int]]) -> float:
@@ -198,8 +207,11 @@ def rss_over_runs(result: Result, *, quick: bool, budget_s: float) -> None:
 def pending_at_limit(result: Result, *, quick: bool) -> None:
     limit = 500 if quick else 100_000
     timeout = 60 if quick else 600
-    base = _spawn("limit", str(limit), "0", timeout=timeout)
-    cand = _spawn("limit", str(limit), "1", timeout=timeout)
+    # Both children at once: each measures its own RSS, so they do not disturb each other's figure.
+    base_proc = _start("limit", str(limit), "0")
+    cand_proc = _start("limit", str(limit), "1")
+    base = _result(base_proc, timeout)
+    cand = _result(cand_proc, timeout)
     opened = cand["opened"]
     result.add(
         name=f"memory, {limit:,} pending runs at the limit",

@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes: proves the suite runs; numbers mean nothing")
     ap.add_argument("--only", default="", help="comma-separated sections (default: all): " + ", ".join(SECTIONS))
     ap.add_argument("--out", default=str(ROOT / "bench" / "results.json"), help="where to write the JSON results")
-    ap.add_argument("--rss-seconds", type=float, default=45.0, help="time budget of the RSS-over-runs measurement")
+    ap.add_argument("--rss-seconds", type=float, default=30.0, help="time budget of the RSS-over-runs measurement")
     args = ap.parse_args(argv)
     sections = [s.strip() for s in args.only.split(",") if s.strip()] or list(SECTIONS)
     started = time.perf_counter()
