@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 # ``tests.support`` must import the same way however pytest is launched (``pytest`` or ``python -m pytest``).
 _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
@@ -13,3 +15,7 @@ if _ROOT not in sys.path:
 from tests.support.fixtures import openai_env, openai_server  # noqa: E402
 
 __all__ = ["openai_env", "openai_server"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "phoenix: end-to-end test against a real Arize Phoenix server (tests/test_phoenix.py)")
