@@ -4,6 +4,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 CACHE  ?= .cache
+# External test tools (rotel, promtool, VictoriaMetrics, vmalert, Alertmanager, Phoenix), installed
+# into .cache and the venv without changing the system; see tests/tools/ensure_tools.sh.
+TOOLS  := $(CACHE)/.tools-installed
 
 .PHONY: demo test lint typecheck bench clean
 
@@ -22,11 +25,15 @@ $(STAMP): $(PY) pyproject.toml
 demo: $(VENV)/.installed
 	$(VENV)/bin/otel-toolscore demo
 
+$(TOOLS): $(STAMP) tests/tools/ensure_tools.sh
+	bash tests/tools/ensure_tools.sh --e2e $(PY)
+	mkdir -p $(CACHE) && touch $@
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check otel_toolscore tests examples bench
+	$(VENV)/bin/ruff check otel_toolscore tests examples bench deploy
 	$(VENV)/bin/mypy --strict otel_toolscore
 
-test: $(STAMP) lint
+test: $(STAMP) lint $(TOOLS)
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 bench: $(STAMP)

@@ -56,7 +56,7 @@ def _replay(by_trace: dict[int, list[Any]], log_views: list[Any], capture_conten
             processor.on_start(d.span)  # type: ignore[arg-type]
         for view in log_views:
             if view.trace_id == format(trace_id, "032x"):
-                facts = read_log(view, processor._extract_options)
+                facts = read_log(view, processor.extract_options)
                 if facts is not None:
                     processor.add_log_facts(facts)
         for d in sorted(group, key=lambda d: (d.span.end_time or 0, -(d.span.start_time or 0))):

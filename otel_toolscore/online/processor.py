@@ -647,6 +647,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self._drop("spans_per_trace_limit")
 
     @property
+    def extract_options(self) -> ExtractOptions:
+        """How this processor reads spans and log records (content kept or not, limits)."""
+        return self._extract_options
+
+    @property
     def pending_traces(self) -> int:
         return len(self._table)
 
@@ -694,7 +699,7 @@ class ToolScoreLogRecordProcessor(LogRecordProcessor):
 
     def on_emit(self, log_record: Any) -> None:
         try:
-            facts = read_log(log_record, self._span_processor._extract_options)
+            facts = read_log(log_record, self._span_processor.extract_options)
             if facts is not None and facts.trace_id:
                 self._span_processor.add_log_facts(facts)
         except Exception:

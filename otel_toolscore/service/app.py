@@ -306,7 +306,7 @@ class ScoringService:
         if self._draining:
             self.refuse("logs", "draining", total)
             return IntakeResult(False, "draining")
-        options = self.processor._extract_options  # the same options the processor reads spans with
+        options = self.processor.extract_options  # the same options the processor reads spans with
         kept: list[tuple[int, SpanFacts]] = []
         for view in log_views_from_proto(request):
             if not view.trace_id:
