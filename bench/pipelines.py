@@ -112,7 +112,7 @@ class Pipeline:
 def baseline_pipeline() -> Pipeline:
     exporter = NoopSpanExporter()
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider.add_span_processor(_bsp(exporter))
     return Pipeline(provider, exporter)
 
 
@@ -123,7 +123,7 @@ def candidate_pipeline(*, expectations: Sequence[Expectation] = (EXPECTATION,), 
     lp.add_log_record_processor(BatchLogRecordProcessor(logs))
     mp = MeterProvider(metric_readers=[PeriodicExportingMetricReader(NoopMetricExporter(), export_interval_millis=60_000)])
     processor = ToolScoreSpanProcessor(
-        BatchSpanProcessor(exporter),
+        _bsp(exporter),
         expectations=list(expectations),
         meter_provider=mp,
         logger_provider=lp,
@@ -132,6 +132,12 @@ def candidate_pipeline(*, expectations: Sequence[Expectation] = (EXPECTATION,), 
     provider = TracerProvider()
     provider.add_span_processor(processor)
     return Pipeline(provider, exporter, processor, mp, lp, logs)
+
+
+def _bsp(exporter: SpanExporter) -> BatchSpanProcessor:
+    # A queue large enough that neither pipeline drops spans (the default 2,048 drops under 8 threads
+    # when the producer is fast, which would make the faster pipeline do less work, not the same work).
+    return BatchSpanProcessor(exporter, max_queue_size=65_536)
 
 
 _QUERIES = [f"what is the weather in city {i}?" for i in range(97)]
