@@ -498,3 +498,26 @@ def test_a_judge_serves_one_processor(server: OpenAITestServer) -> None:
     with pytest.raises(RuntimeError, match="one Judge per processor"):
         ToolScoreSpanProcessor(None, judge=pipe.judge, meter_provider=MeterProvider(), logger_provider=LoggerProvider())
     pipe.provider.shutdown()
+
+
+def test_carrier_span_can_be_switched_off(server: OpenAITestServer) -> None:
+    pipe = make_pipe(server.base_url, carrier_span=False)
+    pipe.agent_run()
+    assert pipe.flush()
+    assert pipe.carriers() == [] and len(pipe.judge_events()) == 1
+    pipe.provider.shutdown()
+
+
+def test_a_failing_user_rule_never_reaches_the_agent(server: OpenAITestServer) -> None:
+    def broken(scored: Any) -> bool:
+        raise RuntimeError("bug in the user's predicate")
+
+    sampler = JudgeSampler(0.0, always_when_code_fails=False, always_when_new_sequence=False, always_when=broken)
+    pipe = make_pipe(server.base_url, sampler=sampler)
+    pipe.agent_run()
+    assert pipe.flush()
+    (root,) = pipe.roots()
+    assert root.attributes["toolscore.code.score"] == 1.0
+    assert pipe.counter("toolscore.judge.skipped", **{"toolscore.reason": "not_sampled"}) == 1
+    _assert_accounted(pipe, 1)
+    pipe.provider.shutdown()
