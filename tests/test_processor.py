@@ -258,12 +258,13 @@ def test_held_root_released_after_grace_and_late_span_counted() -> None:
     deadline = time.time() + 5
     while not p.roots() and time.time() < deadline:
         time.sleep(0.02)
-    (r,) = p.roots()  # released after the grace, with what had ended by then: no call visible yet
-    assert "toolscore.code.score" not in r.attributes
+    (r,) = p.roots()  # released after the grace; the still-running call counts (it was selected)
+    assert r.attributes["toolscore.code.score"] == 1.0
+    assert list(r.attributes["toolscore.code.actual_tools"]) == ["t"]
     tool.end()
     p.flush()
     assert len(p.spans.get_finished_spans()) == 2  # the late span is still exported
-    assert p.counter("toolscore.runs", **{"toolscore.outcome": "no_tool_calls_visible"}) == 1
+    assert p.counter("toolscore.runs", **{"toolscore.outcome": "scored"}) == 1
     assert p.counter("toolscore.dropped", **{"toolscore.reason": "late_span"}) == 1
     p.provider.shutdown()
 

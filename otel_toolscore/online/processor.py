@@ -215,11 +215,14 @@ class ToolScoreSpanProcessor(SpanProcessor):
             state.local_root = state.local_root or span_id
         state.parents[span_id] = None if local_root or parent is None else _hex16(parent.span_id)
         state.open.add(span_id)
-        if role == "agent":
-            state.roots.add(span_id)
-            # Kept (by reference) while open: a run nested in it, or the same agent's inner span
-            # (OpenLLMetry's ``X.workflow``), ends first and must see what it is inside.
+        if role == "agent" or role == "tool":
+            # Kept (by reference) while open: a run nested in it (agent-as-tool), or the same agent's
+            # inner span (OpenLLMetry's ``X.workflow``), ends first and must see what it is inside.
             state.started[span_id] = span
+            if role == "agent":
+                state.roots.add(span_id)
+            elif not local_root:
+                return
         elif not local_root:
             return
         # Capture the application's expectation where a run may start (context, attributes, baggage).
@@ -368,25 +371,40 @@ class ToolScoreSpanProcessor(SpanProcessor):
             _log.debug("otel-toolscore could not assemble a run", exc_info=True)
             self._signal(("run", "error", 1))
             return span
-        run = next((r for r in runs if r.root_span_id == span_id), None)
-        if run is None:
-            return span  # the local root bounded no run (no GenAI activity below it)
+        out = span
+        for run in runs:
+            root = run.root_span_id
+            if root == span_id:
+                out = self._score_run(state, run, span) or span
+            elif root is not None and root not in state.scored and root not in state.open:
+                # A run whose root was not recognisable as one when it ended (a graph's CHAIN root
+                # under a tool span): its span has left, but its score still goes out as event and metric.
+                state.scored.add(root)
+                self._score_run(state, run, None)
+        return out
+
+    def _score_run(self, state: TraceState, run: AgentRun, span: ReadableSpan | None) -> ReadableSpan | None:
+        """Score one assembled run; with its root ``span``, return the copy carrying the score."""
+        root_id = run.root_span_id or ""
         if len(run.tool_calls) > self.settings.max_calls_per_run:
             self._drop("calls_per_run_limit", len(run.tool_calls) - self.settings.max_calls_per_run)
             run.tool_calls = run.tool_calls[: self.settings.max_calls_per_run]
+        span_attrs = (span.attributes or {}) if span is not None else {}
         if self._rule_attr_keys:
-            attrs = span.attributes or {}
-            run.attributes = {k: attrs[k] for k in self._rule_attr_keys if k in attrs}
-        explicit = state.explicit.get(span_id) if run.parent_run_id is None else None
-        if explicit is None and span.attributes:
-            explicit = expectation_from_attributes(span.attributes)
+            run.attributes = {k: span_attrs[k] for k in self._rule_attr_keys if k in span_attrs}
+        explicit = state.explicit.get(root_id) if run.parent_run_id is None else None
+        if explicit is None and span_attrs:
+            explicit = expectation_from_attributes(span_attrs)
         expectation = resolve(run, self.rules, explicit=explicit, default=self.default_expectation)
+        sampled = True
+        if span is not None and span.context is not None:
+            sampled = bool(span.context.trace_flags.sampled)
         ref = RunRef(
             trace_id=state.trace_id,
-            span_id=int(span_id, 16),
+            span_id=int(root_id, 16),
             agent_name=run.agent_name,
             conversation_id=run.conversation_id,
-            sampled=bool(span.context.trace_flags.sampled) if span.context is not None else True,
+            sampled=sampled,
         )
         verdict: CodeVerdict | None = None
         scorer: ToolCallAccuracyCodeScorer | None = None
@@ -403,7 +421,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             except Exception:
                 _log.debug("otel-toolscore could not score a run", exc_info=True)
                 outcome = "error"
-            if verdict is not None and self.settings.span_attributes:
+            if verdict is not None and span is not None and self.settings.span_attributes:
                 out = self._enriched(span, verdict)
         scored = ScoredRun(run, ref, outcome, verdict, expectation, scorer)
         self._enqueue(scored)
@@ -415,11 +433,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
         return out
 
     def _start_facts(self, spans: list[Any]) -> list[SpanFacts]:
-        """Facts of run roots that are still open, from what they said at start (their name, mostly)."""
+        """Facts of agent and tool spans still open, from what they said at start (names, mostly)."""
         out = []
         for sp in spans:
             f = read_span(record_from_readable(sp), self._extract_options)
-            if f is not None and f.role == "agent":
+            if f is not None and f.role in ("agent", "tool"):
                 out.append(f)
         return out
 
