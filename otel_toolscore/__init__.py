@@ -25,6 +25,9 @@ _LAZY: dict[str, str] = {
     "ToolCallAccuracyLLMScorer": ".scorers.llm",
     "create_tool_call_accuracy_scorer_llm": ".scorers.llm",
     "extract_runs": ".extract",
+    "extract_runs_with_report": ".extract",
+    "ExtractOptions": ".extract",
+    "ExtractionReport": ".extract",
     "ToolScoreSpanProcessor": ".online.processor",
     "ToolScoreLogRecordProcessor": ".online.processor",
     "Expectation": ".online.expectations",
@@ -36,7 +39,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .extract import extract_runs
+    from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report
     from .online.expectations import Expectation, expect
     from .online.judge import Judge
     from .online.processor import ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
@@ -53,6 +56,8 @@ __all__ = [
     "AgentRun",
     "CodeScoreResult",
     "Expectation",
+    "ExtractOptions",
+    "ExtractionReport",
     "Judge",
     "JudgeError",
     "JudgeSampler",
@@ -71,6 +76,7 @@ __all__ = [
     "create_tool_call_accuracy_scorer_llm",
     "expect",
     "extract_runs",
+    "extract_runs_with_report",
     "install",
 ]
 
