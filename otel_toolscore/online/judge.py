@@ -195,6 +195,7 @@ class Judge:
         self._emitter: Emitter | None = None
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # worker-side bookkeeping only
+        self._drain_lock = threading.Lock()
         self._in_flight: set[_Item] = set()
         self._requests: Counter[str] = Counter()
         self._skipped: Counter[str] = Counter()
@@ -277,21 +278,24 @@ class Judge:
                 self._queue.task_done()
 
     def _drain_signals(self) -> None:
-        counts: Counter[str] = Counter()
-        signals = self._signals
-        while True:
-            try:
-                counts[signals.popleft()] += 1
-            except IndexError:
-                break
-        if not counts:
-            return
-        with self._lock:
-            self._skipped.update(counts)
-        emitter = self._emitter
-        if emitter is not None:
-            for reason, amount in counts.items():
-                emitter.count_judge_skip(reason, amount)
+        # One drainer at a time, counting and recording together: whoever returns from here (a
+        # flush, stats) knows every signal popped so far is in the stats *and* in the metrics.
+        with self._drain_lock:
+            counts: Counter[str] = Counter()
+            signals = self._signals
+            while True:
+                try:
+                    counts[signals.popleft()] += 1
+                except IndexError:
+                    break
+            if not counts:
+                return
+            with self._lock:
+                self._skipped.update(counts)
+            emitter = self._emitter
+            if emitter is not None:
+                for reason, amount in counts.items():
+                    emitter.count_judge_skip(reason, amount)
 
     def _finish_skip(self, item: _Item, reason: str) -> None:
         with self._lock:
