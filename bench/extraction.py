@@ -70,7 +70,7 @@ def run(result: Result, *, quick: bool) -> None:
         ext: list[float] = []
         dec: list[float] = []
         for r in range(rounds):
-            pair = [("ext", partial(extract_runs_with_report, blobs)), ("dec", partial(_decode_floor, blobs))]
+            pair: list[tuple[str, Callable[[], object]]] = [("ext", partial(extract_runs_with_report, blobs)), ("dec", partial(_decode_floor, blobs))]
             for which, fn in pair if r % 2 == 0 else reversed(pair):
                 (ext if which == "ext" else dec).append(_per_pass(fn, budget))
         t_ext = statistics.median(ext)

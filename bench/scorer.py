@@ -109,7 +109,7 @@ def run(result: Result, *, quick: bool) -> None:
             for r in range(rounds):
                 order = ["verdict", "full", "naive"] if r % 2 == 0 else ["naive", "full", "verdict"]
                 for which in order:
-                    fns = {"verdict": partial(scorer.verdict, run_), "full": partial(scorer.run, run_),
+                    fns: dict[str, Callable[[], object]] = {"verdict": partial(scorer.verdict, run_), "full": partial(scorer.run, run_),
                            "naive": partial(naive, run_)}
                     samples[which].append(_per_call(fns[which], budget))
             for which, s in samples.items():

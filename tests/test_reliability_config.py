@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -101,7 +102,7 @@ def test_processor_fails_at_construction_not_on_the_first_span(monkeypatch: pyte
         ({"max_pending_trace": 5}, "max_pending_trace"),
     ],
 )
-def test_constructor_overrides_are_checked_the_same_way(overrides: dict[str, object], key: str) -> None:
+def test_constructor_overrides_are_checked_the_same_way(overrides: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError) as info:
         ToolScoreSpanProcessor(None, **overrides)
     assert key in _one_line(info.value)
