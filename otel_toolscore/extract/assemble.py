@@ -100,12 +100,16 @@ def assemble_runs(
         fs = by_span.get(span_id)
         return fs[0].parent_span_id if fs else None
 
-    def role_of(span_id: str) -> str:
-        fs = by_span.get(span_id, ())
+    def _role(fs: list[SpanFacts]) -> str:
         for f in fs:
             if not f.from_log:
                 return f.role
-        return "llm" if fs else ""
+        return "llm"
+
+    role_by_span = {s: _role(fs) for s, fs in by_span.items()}  # asked many times per span below
+
+    def role_of(span_id: str) -> str:
+        return role_by_span.get(span_id, "")
 
     roots = {s for s in by_span if role_of(s) == "agent"}
     # A nested graph's root under a tool span (LangGraph/openai-agents agent-as-tool via OpenInference)
