@@ -120,7 +120,7 @@ def _env(port: int, grpc_port: int, workdir: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def phoenix_server(tmp: Path, start_timeout: float = 120.0) -> Iterator[PhoenixServer]:
+def phoenix_server(tmp: Path, start_timeout: float = 180.0) -> Iterator[PhoenixServer]:
     """``phoenix serve`` on 127.0.0.1 with free ports and its state under ``tmp``; always stopped."""
     binary = ensure_phoenix()
     port, grpc_port = free_port(), free_port()
