@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = ["ENV_PREFIX", "ConfigError", "Settings"]
 
@@ -68,11 +68,12 @@ class Settings(BaseModel):
         description="Keep prompts/answers/arguments while a run is pending; default: only when a judge is set.",
     )
 
-    @model_validator(mode="after")
-    def _check(self) -> Settings:
-        if self.expected_tool_order is not None and len(self.expected_tool_order) == 0:
-            raise ValueError("expected_tool_order must not be empty")
-        return self
+    @field_validator("expected_tool_order")
+    @classmethod
+    def _order_not_empty(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and len(value) == 0:
+            raise ValueError("must not be empty")
+        return value
 
     @classmethod
     def field_env_name(cls, name: str) -> str:
@@ -90,6 +91,8 @@ class Settings(BaseModel):
             name = known.get(key)
             if name is None:
                 raise ConfigError(f"unknown setting {key}; known settings: {', '.join(sorted(known))}")
+            if not raw.strip():
+                continue  # an empty variable means "use the default", as in the OpenTelemetry SDK
             values[name] = _parse_env(name, raw)
         unknown = set(overrides) - set(cls.model_fields)
         if unknown:
@@ -112,6 +115,4 @@ _FOREIGN_PREFIXES: tuple[str, ...] = (ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVI
 def _parse_env(name: str, raw: str) -> Any:
     if name == "expected_tool_order":
         return tuple(p.strip() for p in raw.split(",") if p.strip())
-    if raw.strip() == "" and name in ("rules", "expected_tool", "capture_content"):
-        return None
     return raw.strip()

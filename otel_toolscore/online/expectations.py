@@ -163,26 +163,34 @@ def _as_bool(value: Any) -> bool:
 
 
 def expectation_from_attributes(attrs: Mapping[str, Any] | None) -> Expectation | None:
-    """An expectation from ``toolscore.expect.*`` span attributes or baggage entries, if any."""
+    """An expectation from ``toolscore.expect.*`` span attributes or baggage entries, if any.
+
+    Values of the wrong type (a number where a tool name belongs) are ignored, never fatal: the run is
+    then scored by the rules, as if the attributes were absent.
+    """
     if not attrs:
         return None
     tool = attrs.get(ATTR_EXPECT_TOOL)
     order = attrs.get(ATTR_EXPECT_TOOL_ORDER)
-    if tool is None and order is None:
-        return None
+    if not isinstance(tool, str) or not tool:
+        tool = None
     if isinstance(order, str):
         order = tuple(p.strip() for p in order.split(",") if p.strip())
-    elif order is not None:
-        order = tuple(str(p) for p in order)
+    elif isinstance(order, (list, tuple)) and all(isinstance(p, str) for p in order):
+        order = tuple(order)
+    else:
+        order = None
+    if tool is None and not order:
+        return None
     try:
         return Expectation(
             name="attributes",
-            expected_tool=str(tool) if tool else None,
+            expected_tool=tool,
             expected_tool_order=order or None,
             strict_mode=_as_bool(attrs.get(ATTR_EXPECT_STRICT, False)),
         )
-    except ValidationError:
-        return None  # malformed attributes are the caller's to count; they must not raise here
+    except (ValidationError, ValueError, TypeError):
+        return None  # malformed attributes must not raise here
 
 
 # -- rules files -----------------------------------------------------------------------------------
