@@ -64,7 +64,7 @@ class TraceState:
 
 
 class Shard:
-    __slots__ = ("local_roots", "lock", "traces")
+    __slots__ = ("evicted", "local_roots", "lock", "traces")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -72,6 +72,8 @@ class Shard:
         # Open local roots (span without a local parent) of every trace, GenAI or not: a trace whose
         # first GenAI span starts later still needs its local root to bound a run (hand-written loops).
         self.local_roots: dict[int, str] = {}
+        # Traces evicted recently (oldest first): their later spans are late, never a second run.
+        self.evicted: dict[int, None] = {}
 
 
 class TraceTable:

@@ -10,6 +10,7 @@ written by a background worker, so the span's thread does no I/O and takes no gl
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import threading
 import time
@@ -242,6 +243,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
             state: TraceState | None = shard.traces.get(trace_id)
             if state is not None:
                 return state
+            if trace_id in shard.evicted:
+                return None  # its runs were already counted as evicted
             if len(shard.traces) >= self._table.per_shard_limit:
                 oldest = next(iter(shard.traces))
                 evicted = shard.traces.pop(oldest)
@@ -299,6 +302,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 late_parent = None
             state = self._new_state(trace_id, shard)
             if state is None:
+                self._drop("late_span")  # a span of an evicted trace
                 return span
             state.parents[span_id] = late_parent
         else:
@@ -582,6 +586,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
 
     def _evict(self, state: TraceState, reason: str, pending_counted: bool = False) -> None:
         """A trace leaves the buffer before its runs ended: count the runs lost, flush held roots."""
+        shard = self._table.shard(state.trace_id)
+        with shard.lock:
+            shard.evicted[state.trace_id] = None
+            while len(shard.evicted) > self._table.max_local_roots:
+                del shard.evicted[next(iter(shard.evicted))]
         self._release_ready(state, force=True)
         open_roots = len((state.roots | {f.span_id for f in state.facts if f.role == "agent"}) - state.scored)
         self._drop(reason)
@@ -589,9 +598,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self._signal(("run", "evicted", open_roots))
         if pending_counted:
             self._signal(("pending", "", -1))
-        else:
-            # The evicted trace was counted as pending and the new one replaces it: no change.
-            pass
+        # else: the evicted trace was counted as pending and the new one replaces it: no change.
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -607,12 +614,32 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 ok = self._judge.force_flush(max(0.0, deadline - time.monotonic())) and ok
                 ok = self._wait_drained(deadline) and ok
             if self._downstream is not None:
-                remaining = max(0, int((deadline - time.monotonic()) * 1000))
-                ok = bool(self._downstream.force_flush(remaining)) and ok
+                ok = self._flush_downstream(deadline) and ok
         except Exception:
             _log.debug("otel-toolscore force_flush failed", exc_info=True)
             return False
         return ok
+
+    def _flush_downstream(self, deadline: float) -> bool:
+        """``downstream.force_flush`` within our deadline, even when its exporter hangs."""
+        downstream = self._downstream
+        if downstream is None:
+            return True
+        remaining = max(0.0, deadline - time.monotonic())
+        result: list[bool] = []
+
+        def flush() -> None:
+            try:
+                result.append(bool(downstream.force_flush(int(remaining * 1000))))
+            except Exception:
+                result.append(False)
+
+        # A BatchSpanProcessor whose exporter hangs blocks its own force_flush past the timeout it
+        # is given; the caller's deadline is ours to keep.
+        worker = threading.Thread(target=flush, name="otel-toolscore-flush", daemon=True)
+        worker.start()
+        worker.join(remaining)
+        return bool(result and result[0])
 
     def _wait_drained(self, deadline: float) -> bool:
         self._wake.set()
@@ -625,28 +652,36 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 self._idle.wait(min(remaining, 0.05))
         return True
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_millis: int = 30_000) -> None:
+        """Score held roots, drain events and the judge, then shut the downstream down — all within
+        one deadline (a hung exporter or judge cannot keep the process from exiting)."""
         if self._stopped:
             return
+        deadline = time.monotonic() + timeout_millis / 1000
         try:
-            self.force_flush(timeout_millis=10_000)
+            self.force_flush(timeout_millis=int(timeout_millis * 0.5))
             if self._judge is not None:
-                self._judge.shutdown()
-                self._wait_drained(time.monotonic() + 2)
+                self._judge.shutdown(max(0.0, deadline - time.monotonic()) * 0.5)
+                self._wait_drained(min(deadline, time.monotonic() + 2))
         except Exception:
             _log.debug("otel-toolscore shutdown failed", exc_info=True)
         self._stopped = True
         self._wake.set()
-        self._worker.join(timeout=5)
-        try:
+        self._worker.join(timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+        with contextlib.suppress(Exception):
             atexit.unregister(self._atexit)
-        except Exception:
-            pass
-        if self._downstream is not None:
-            try:
-                self._downstream.shutdown()
-            except Exception:
-                _log.debug("downstream shutdown failed", exc_info=True)
+        downstream = self._downstream
+        if downstream is not None:
+
+            def stop() -> None:
+                try:
+                    downstream.shutdown()
+                except Exception:
+                    _log.debug("downstream shutdown failed", exc_info=True)
+
+            stopper = threading.Thread(target=stop, name="otel-toolscore-shutdown", daemon=True)
+            stopper.start()
+            stopper.join(max(0.0, deadline - time.monotonic()))
 
     # -- log records (GenAI <=1.36 events, event-only instrumentations) -------------------------------
     def add_log_facts(self, facts: SpanFacts) -> None:
