@@ -66,19 +66,22 @@ def _open_runs(pipe: Pipeline, k: int, content: bool, tools: bool = True) -> lis
 
 
 def _traced_bytes(make: Any, k: int, content: bool) -> float:
+    """Bytes per open run: the growth between ``k`` and ``2k`` open runs (one-time allocations cancel)."""
     pipe = make()
-    _open_runs(pipe, 20, content)  # warm-up: instruments, interned strings, first shard dicts
+    warm = _open_runs(pipe, 20, content)  # warm-up: instruments, interned strings, first shard dicts
     pipe.provider.force_flush(10_000)
-    gc.collect()
     tracemalloc.start()
-    before = tracemalloc.take_snapshot()
     roots = _open_runs(pipe, k, content)
     pipe.provider.force_flush(10_000)  # empty the BatchSpanProcessor queue in both pipelines
     gc.collect()
-    after = tracemalloc.take_snapshot()
+    first = tracemalloc.take_snapshot()
+    roots += _open_runs(pipe, k, content)
+    pipe.provider.force_flush(10_000)
+    gc.collect()
+    second = tracemalloc.take_snapshot()
     tracemalloc.stop()
-    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
-    for r in roots:
+    grown = sum(s.size_diff for s in second.compare_to(first, "filename"))
+    for r in warm + roots:
         r.end()
     pipe.flush()
     pipe.close()
@@ -182,7 +185,7 @@ def _slope(samples: list[tuple[int, int]]) -> float:
 
 
 def rss_over_runs(result: Result, *, quick: bool, budget_s: float) -> None:
-    batch = 100 if quick else 2_000
+    batch = 100 if quick else 500
     data = _spawn("rss", str(budget_s), str(batch), timeout=budget_s * 3 + 120)
     samples = [(int(x), int(y)) for x, y in data["samples"]]
     slope = _slope(samples)
@@ -194,6 +197,7 @@ def rss_over_runs(result: Result, *, quick: bool, budget_s: float) -> None:
         rss_first_batch_mib=round(samples[0][1] / 2**20, 1),
         rss_last_mib=round(samples[-1][1] / 2**20, 1),
         slope_bytes_per_100k_runs_second_half=round(slope * 100_000),
+        samples=len(samples),
         pending_after=data["pending_after"],
         scored_roots_exported=data["scored_roots"],
     )
