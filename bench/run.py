@@ -167,6 +167,20 @@ def format_table(section: str, result: Result) -> str:
     return "\n".join(lines)
 
 
+def _revision() -> str:
+    """The commit measured (``+dirty`` when the working tree differs from it)."""
+    import subprocess
+
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "otel_toolscore"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
 def _load() -> list[float]:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -186,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {
         "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "quick": args.quick,
+        "revision": _revision(),
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
