@@ -33,6 +33,9 @@ _LAZY: dict[str, str] = {
     "Expectation": ".online.expectations",
     "expect": ".online.expectations",
     "Judge": ".online.judge",
+    "JudgeStats": ".online.judge",
+    "judge_from_env": ".online.judge",
+    "JudgeSettings": ".online.judge_settings",
     "JudgeSampler": ".online.sampler",
     "configure": ".online.setup",
     "install": ".online.setup",
@@ -41,7 +44,8 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report
     from .online.expectations import Expectation, expect
-    from .online.judge import Judge
+    from .online.judge import Judge, JudgeStats, judge_from_env
+    from .online.judge_settings import JudgeSettings
     from .online.processor import ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
     from .online.sampler import JudgeSampler
     from .online.setup import configure, install
@@ -61,6 +65,8 @@ __all__ = [
     "Judge",
     "JudgeError",
     "JudgeSampler",
+    "JudgeSettings",
+    "JudgeStats",
     "LLMScoreResult",
     "Message",
     "ToolCall",
@@ -78,6 +84,7 @@ __all__ = [
     "extract_runs",
     "extract_runs_with_report",
     "install",
+    "judge_from_env",
 ]
 
 

@@ -523,3 +523,23 @@ def test_a_failing_user_rule_never_reaches_the_agent(server: OpenAITestServer) -
     assert pipe.counter("toolscore.judge.skipped", **{"toolscore.reason": "not_sampled"}) == 1
     _assert_accounted(pipe, 1)
     pipe.provider.shutdown()
+
+
+def test_the_application_flag_asks_for_a_judgment_via_attribute_or_baggage(server: OpenAITestServer) -> None:
+    from opentelemetry import baggage, context
+
+    sampler = JudgeSampler(0.0, always_when_code_fails=False, always_when_new_sequence=False)
+    pipe = make_pipe(server.base_url, sampler=sampler)
+    pipe.agent_run()  # not flagged: not sampled
+    pipe.agent_run(attributes={"toolscore.judge": True})  # flagged on the root span
+    token = context.attach(baggage.set_baggage("toolscore.judge", "true"))
+    try:
+        pipe.agent_run()  # flagged through baggage (set by an upstream service)
+    finally:
+        context.detach(token)
+    assert pipe.flush()
+    assert server.request_count == 2
+    assert len(pipe.judge_events()) == 2
+    assert pipe.counter("toolscore.judge.skipped", **{"toolscore.reason": "not_sampled"}) == 1
+    _assert_accounted(pipe, 3)
+    pipe.provider.shutdown()

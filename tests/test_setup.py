@@ -107,3 +107,25 @@ def test_zero_code_under_opentelemetry_instrument(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "toolscore.code.score" not in out.stdout
+
+
+def test_three_variables_enable_the_judge_in_configure(monkeypatch: Any) -> None:
+    from tests.support.openai_server import OpenAITestServer, echo_judge
+
+    with OpenAITestServer(echo_judge()) as server:
+        monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_MODEL", "test-judge")
+        monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_API_KEY", "sk-test-local")
+        monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_RATIO", "1")
+        exporter = InMemorySpanExporter()
+        installed = configure(
+            export=False,
+            set_global=False,
+            extra_span_processors=[SimpleSpanProcessor(exporter)],
+            expectations=[Expectation(expected_tool="get_weather")],
+        )
+        run_scripted_agent(installed.tracer_provider.get_tracer("t"), "a", "Weather in Paris?", ["get_weather"])
+        installed.shutdown()
+        assert server.request_count == 1
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert "evaluate tool_call_accuracy_llm" in names  # the carrier span went through the same provider

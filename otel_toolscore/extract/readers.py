@@ -439,8 +439,8 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
         reader(rec, a, f, convs)
     if events:
         _span_events(rec, f, convs)
-    if not convs:
-        return None
+    if not convs or a.get("openinference.span.kind") == "EVALUATOR":
+        return None  # an evaluator's carrier span (ours, or another evaluator's) is no agent activity
     scope = rec.scope_name
     if scope:
         tag = _scope_tag(scope)

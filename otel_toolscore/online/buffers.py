@@ -40,8 +40,8 @@ class TraceState:
     open: set[str] = field(default_factory=set)
     # Expectation captured at the start of a run root (expect() context, attributes, baggage).
     explicit: dict[str, Expectation] = field(default_factory=dict)
-    # Root-span attributes that rules match on, copied at the root's end (only the keys rules name).
-    root_attributes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The application's ``toolscore.judge`` flag from baggage, per run root.
+    judge_flags: dict[str, str] = field(default_factory=dict)
     roots: set[str] = field(default_factory=set)  # run roots seen starting (agent spans)
     # Agent spans still open (the live span objects, by reference): read only if a nested run ends first.
     started: dict[str, Any] = field(default_factory=dict)

@@ -143,8 +143,6 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 expected_tool_order=s.expected_tool_order,
                 strict_mode=s.strict_mode,
             )
-        # Only the root-span attributes that rules match on are copied (bounded, no content).
-        self._rule_attr_keys = frozenset(k for r in self.rules for k in r.attributes)
         self._judge = judge
         # Content (prompts, answers, arguments) is kept only when something here reads it.
         keep_content = s.capture_content if s.capture_content is not None else (
@@ -230,12 +228,13 @@ class ToolScoreSpanProcessor(SpanProcessor):
         exp = expectation_from_attributes(attrs)
         if exp is None:
             exp = current_expectation()
-        if exp is None:
-            bag = baggage.get_all(parent_context) if parent_context is not None else baggage.get_all()
-            if bag:
-                exp = expectation_from_attributes(bag)
+        bag = baggage.get_all(parent_context) if parent_context is not None else baggage.get_all()
+        if exp is None and bag:
+            exp = expectation_from_attributes(bag)
         if exp is not None:
             state.explicit[span_id] = exp
+        if bag and names.ATTR_JUDGE_FLAG in bag:
+            state.judge_flags[span_id] = str(bag[names.ATTR_JUDGE_FLAG])
 
     def _new_state(self, trace_id: int, shard: Any) -> TraceState | None:
         evicted: TraceState | None = None
@@ -394,8 +393,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self._drop("calls_per_run_limit", len(run.tool_calls) - self.settings.max_calls_per_run)
             run.tool_calls = run.tool_calls[: self.settings.max_calls_per_run]
         span_attrs = (span.attributes or {}) if span is not None else {}
-        if self._rule_attr_keys:
-            run.attributes = {k: span_attrs[k] for k in self._rule_attr_keys if k in span_attrs}
+        # run.attributes holds the root's short scalar attributes (extraction); baggage adds the
+        # application's per-request flags that are not span attributes.
+        flag = state.judge_flags.get(root_id)
+        if flag is not None and names.ATTR_JUDGE_FLAG not in run.attributes:
+            run.attributes[names.ATTR_JUDGE_FLAG] = flag
         explicit = state.explicit.get(root_id) if run.parent_run_id is None else None
         if explicit is None and span_attrs:
             explicit = expectation_from_attributes(span_attrs)

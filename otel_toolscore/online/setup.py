@@ -108,10 +108,11 @@ def configure(
         for p in [*([downstream] if downstream is not None else []), *extra_span_processors]:
             multi.add_span_processor(p)
         downstream = multi
+    tracer_provider = TracerProvider(resource=res)
+    _judge_from_env(processor_options, tracer_provider)
     processor = ToolScoreSpanProcessor(
         downstream, meter_provider=meter_provider, logger_provider=logger_provider, **processor_options
     )
-    tracer_provider = TracerProvider(resource=res)
     tracer_provider.add_span_processor(processor)
     # Event-only instrumentations put tool calls in log records: feed them into the same runs.
     logger_provider.add_log_record_processor(ToolScoreLogRecordProcessor(processor))
@@ -120,6 +121,14 @@ def configure(
         metrics.set_meter_provider(meter_provider)
         _logs.set_logger_provider(logger_provider)
     return Installed(processor, tracer_provider, meter_provider, logger_provider)
+
+
+def _judge_from_env(processor_options: dict[str, Any], tracer_provider: Any) -> None:
+    """Enable the LLM judge from ``OTEL_TOOLSCORE_JUDGE_*`` unless the caller passed one."""
+    if processor_options.get("judge") is None:
+        from .judge import judge_from_env
+
+        processor_options["judge"] = judge_from_env(tracer_provider=tracer_provider)
 
 
 def _is_exporting(p: SpanProcessor) -> bool:
@@ -135,6 +144,7 @@ def install(tracer_provider: TracerProvider | None = None, **processor_options: 
     with no downstream and a warning: scores then leave as events and metrics only.
     """
     provider = tracer_provider or trace.get_tracer_provider()
+    _judge_from_env(processor_options, provider)
     with _lock:
         existing = getattr(provider, "_toolscore_processor", None)
         if isinstance(existing, ToolScoreSpanProcessor):
