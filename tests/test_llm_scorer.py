@@ -24,9 +24,11 @@ from otel_toolscore.scorers.llm import (
     LLMScoreResult,
     ToolCallAccuracyLLMScorer,
     ToolEvaluation,
+    answer_schema_for,
     build_judge_messages,
     compute_score,
     create_tool_call_accuracy_scorer_llm,
+    endpoint_output_mode,
     estimate_tokens,
     normalise_tools,
     score_answer,
@@ -34,6 +36,7 @@ from otel_toolscore.scorers.llm import (
 from otel_toolscore.testing import create_agent_test_run, create_test_message, create_tool_invocation
 from tests.support.openai_server import (
     OpenAITestServer,
+    RecordedRequest,
     RejectResponseFormat,
     Reply,
     chat_completion,
@@ -382,15 +385,122 @@ def test_rejected_response_format_falls_back_to_json_in_prompt_and_is_remembered
     gate = RejectResponseFormat(then=echo_judge())
     openai_server.set_handler(gate)
     first = scorer_for(openai_server).run(weather_run())
-    assert first.score == 1.0 and first.usage.structured_output is False
-    assert openai_server.request_count == 2 and gate.rejected == 1
-    fallback = openai_server.requests[1]
-    assert fallback.response_format is None
+    assert first.score == 1.0 and first.usage.structured_output is False and first.usage.output_mode == "prompt"
+    # json_schema, then llama.cpp's json_object with a schema, both rejected; then the prompt.
+    assert openai_server.request_count == 3 and gate.rejected == 2
+    assert [(r.response_format or {}).get("type") for r in openai_server.requests] == ["json_schema", "json_object", None]
+    fallback = openai_server.requests[2]
     assert "validate against this JSON schema" in str(fallback.messages[0]["content"])
+    assert endpoint_output_mode(openai_server.base_url) == "prompt"
 
     second = scorer_for(openai_server).run(weather_run())  # a new scorer, same endpoint
     assert second.score == 1.0
-    assert openai_server.request_count == 3 and gate.rejected == 1  # no second probe
+    assert openai_server.request_count == 4 and gate.rejected == 2  # no second probe
+
+
+# What llama-cpp-python's server (0.3.x) says when it is sent ``{"type": "json_schema"}``: HTTP 500
+# wrapping a request-validation error that names the field.
+LLAMA_CPP_500 = (
+    "1 validation error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
+
+
+class GrammarServer:
+    """Plays a grammar-constrained server like llama.cpp: 500 for ``json_schema``; for
+    ``json_object`` with a ``schema``, the least effort answer the schema allows (the first enum
+    value everywhere, exactly ``minItems`` items) — so the answer is only valid if the schema is."""
+
+    def __init__(self) -> None:
+        self.schemas: list[dict[str, Any]] = []
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        fmt = request.response_format or {}
+        if fmt.get("type") != "json_object" or "schema" not in fmt:
+            return error(500, LLAMA_CPP_500)
+        self.schemas.append(fmt["schema"])
+        return chat_completion(json.dumps(self._fill(fmt["schema"])), request=request)
+
+    def _fill(self, schema: dict[str, Any]) -> Any:
+        if "enum" in schema:
+            return schema["enum"][0]
+        kind = schema.get("type")
+        if kind == "object":
+            return {k: self._fill(v) for k, v in schema["properties"].items()}
+        if kind == "array":
+            return [self._fill(schema["items"]) for _ in range(schema.get("minItems", 0))]
+        if kind == "boolean":
+            return True
+        return "x" * min(5, schema.get("maxLength", 5))
+
+
+def test_llama_cpp_500_steps_down_to_json_object_with_the_schema(openai_server: OpenAITestServer) -> None:
+    grammar = GrammarServer()
+    openai_server.set_handler(grammar)
+    result = scorer_for(openai_server).run(weather_run())
+    assert result.score == 1.0 and result.usage.structured_output is True
+    assert result.usage.output_mode == "json_object"
+    assert openai_server.status_counts == {500: 1, 200: 1}
+    second = openai_server.requests[1]
+    assert second.response_format["type"] == "json_object"
+    assert "validate against this JSON schema" not in str(second.messages[0]["content"])  # the grammar carries it
+    assert endpoint_output_mode(openai_server.base_url) == "json_object"
+
+    again = scorer_for(openai_server).run(run_with_calls("search-tool", "search-tool"))  # remembered
+    assert again.score == 1.0 and [e.tool_called for e in again.analyze_step_result.evaluations] == ["search-tool"] * 2
+    assert openai_server.request_count == 3 and openai_server.status_counts[500] == 1
+    schema = grammar.schemas[-1]
+    assert schema["properties"]["evaluations"]["minItems"] == schema["properties"]["evaluations"]["maxItems"] == 2
+    # free text is bounded so that a small model cannot ramble past max_tokens
+    assert schema["properties"]["reason"]["maxLength"] > 0
+
+
+def test_a_500_that_does_not_name_the_format_is_an_error(openai_server: OpenAITestServer) -> None:
+    openai_server.enqueue(error(500, "model crashed"))
+    with pytest.raises(JudgeError) as info:
+        scorer_for(openai_server).run(weather_run())
+    assert info.value.kind == "error" and info.value.status_code == 500
+    assert endpoint_output_mode(openai_server.base_url) == "json_schema"
+
+
+def test_per_run_schema_pins_the_count_the_names_and_the_missing_candidates(openai_server: OpenAITestServer) -> None:
+    openai_server.set_handler(echo_judge())
+    scorer_for(openai_server).run(run_with_calls("weather-tool", "weather-tool", "search-tool"))
+    schema = openai_server.requests[0].response_format["json_schema"]["schema"]
+    evaluations = schema["properties"]["evaluations"]
+    assert evaluations["minItems"] == evaluations["maxItems"] == 3
+    assert evaluations["items"]["properties"]["tool_called"] == {"type": "string", "enum": ["weather-tool", "search-tool"]}
+    missing = schema["properties"]["missing_tools"]
+    assert missing["items"]["enum"] == ["calendar-tool"] and missing["maxItems"] == 1
+    assert schema["additionalProperties"] is False and "maxLength" not in json.dumps(schema)  # OpenAI strict form
+
+
+def test_per_run_schema_without_calls_or_tools() -> None:
+    no_calls = answer_schema_for([], normalise_tools(TOOLS))
+    assert no_calls["properties"]["evaluations"]["maxItems"] == 0
+    assert len(no_calls["properties"]["missing_tools"]["items"]["enum"]) == 3
+    everything_called = answer_schema_for([ToolCall(name=t["id"]) for t in TOOLS], normalise_tools(TOOLS))
+    assert everything_called["properties"]["missing_tools"]["maxItems"] == 0
+    unknown_tools = answer_schema_for([ToolCall(name="a")], [])
+    assert unknown_tools["properties"]["missing_tools"] == {"type": "array", "items": {"type": "string"}}
+    odd = answer_schema_for([ToolCall(name="evil\n</x>")], [])
+    assert odd["properties"]["evaluations"]["items"]["properties"]["tool_called"]["enum"] == ["evil \u2039/x\u203a"]
+
+
+def test_json_in_prompt_shows_the_generic_schema_not_run_data(openai_server: OpenAITestServer) -> None:
+    openai_server.set_handler(RejectResponseFormat(then=echo_judge()))
+    scorer_for(openai_server).run(run_with_calls("weather-tool"))
+    system = str(openai_server.requests[-1].messages[0]["content"])
+    assert "validate against this JSON schema" in system and "weather-tool" not in system
+
+
+def test_grammar_server_keeps_python_validation(openai_server: OpenAITestServer) -> None:
+    """A server that claims to honour the schema but does not is still caught in Python."""
+    openai_server.enqueue(error(500, LLAMA_CPP_500), judge_answer([("weather-tool", True), ("weather-tool", True)]),
+                          judge_answer([("weather-tool", True), ("weather-tool", False)]))
+    with pytest.raises(JudgeError) as info:
+        scorer_for(openai_server).run(weather_run())
+    assert info.value.kind == "invalid_answer"
 
 
 def test_unrelated_400_is_an_error_not_a_fallback(openai_server: OpenAITestServer) -> None:

@@ -22,6 +22,7 @@ nothing missing → 1.0.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import threading
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
 
 __all__ = [
+    "OUTPUT_MODES",
     "AnswerMismatchError",
     "JudgeAnalysis",
     "JudgeAnswer",
@@ -52,12 +54,15 @@ __all__ = [
     "JudgeUsage",
     "LLMAnalyzeResult",
     "LLMScoreResult",
+    "OutputMode",
     "ToolCallAccuracyLLMScorer",
     "ToolEvaluation",
     "align_evaluations",
+    "answer_schema_for",
     "build_judge_messages",
     "compute_score",
     "create_tool_call_accuracy_scorer_llm",
+    "endpoint_output_mode",
     "estimate_tokens",
     "forget_endpoint_capabilities",
     "normalise_tools",
@@ -131,6 +136,7 @@ class JudgeUsage(_Result):
     requests: int = 0
     latency_s: float = 0.0
     structured_output: bool = True  # False when the answer came from the JSON-in-prompt fallback
+    output_mode: str = "json_schema"  # the lowest rung of OUTPUT_MODES used for this run
 
 
 class LLMScoreResult(_Result):
@@ -295,12 +301,83 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     return _SCHEMAS[model]
 
 
-def response_format_for(model: type[BaseModel] = JudgeAnswer) -> dict[str, Any]:
-    """The ``response_format`` request parameter (strict ``json_schema``) for an answer model."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": f"tool_call_accuracy_{model.__name__.lower()}", "strict": True, "schema": _schema(model)},
-    }
+OutputMode = Literal["json_schema", "json_object", "prompt"]
+# The structured-output ladder, best first: OpenAI's strict ``json_schema``; llama.cpp's
+# ``json_object`` carrying a ``schema`` (grammar-constrained there); the schema in the prompt.
+OUTPUT_MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "prompt")
+# Free-text fields are bounded in llama.cpp's form only: a grammar-constrained small model otherwise
+# rambles until max_tokens and the JSON is cut off. (OpenAI's strict mode does not take maxLength.)
+_MAX_REASONING_CHARS = 300
+_MAX_NAME_CHARS = 100
+
+
+def _shown(name: str) -> str:
+    """A tool name as the prompt shows it (one line, angle brackets neutralised)."""
+    return prompt.neutralise(prompt.one_line(name))
+
+
+def answer_schema_for(
+    calls: Sequence[ToolCall],
+    tools: Sequence[ToolDefinition] = (),
+    model: type[BaseModel] = JudgeAnswer,
+) -> dict[str, Any]:
+    """The answer schema narrowed to one run, so that a grammar-constrained server can only produce
+    an answer that pairs with the run: exactly one evaluation per counted call, ``tool_called`` one
+    of the called names, ``missing_tools`` drawn from the available tools that were not called
+    (when the available tools are known). Python still validates every answer as before."""
+    schema = copy.deepcopy(_schema(model))
+    props = schema.get("properties", {})
+    if "evaluations" in props:
+        evaluations = props["evaluations"]
+        evaluations["minItems"] = evaluations["maxItems"] = len(calls)
+        called = list(dict.fromkeys(_shown(c.name) for c in calls))
+        if called:
+            evaluations["items"]["properties"]["tool_called"] = {"type": "string", "enum": called}
+    if "missing_tools" in props and tools:
+        called_raw = {c.name.strip() for c in calls} | {_shown(c.name) for c in calls}
+        candidates = [n for n in dict.fromkeys(_shown(t.name) for t in tools) if n not in called_raw]
+        missing = props["missing_tools"]
+        missing["maxItems"] = len(candidates)
+        if candidates:
+            missing["items"] = {"type": "string", "enum": candidates}
+    return schema
+
+
+def _bounded(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with maxLength on its free strings (for llama.cpp's grammar)."""
+
+    def walk(node: Any, key: str | None) -> Any:
+        if isinstance(node, dict):
+            out = {k: walk(v, k) for k, v in node.items()}
+            if out.get("type") == "string" and "enum" not in out:
+                out["maxLength"] = _MAX_NAME_CHARS if key == "items" else _MAX_REASONING_CHARS
+            return out
+        if isinstance(node, list):
+            return [walk(v, key) for v in node]
+        return node
+
+    result: dict[str, Any] = walk(schema, None)
+    return result
+
+
+def response_format_for(
+    model: type[BaseModel] = JudgeAnswer,
+    *,
+    schema: dict[str, Any] | None = None,
+    mode: OutputMode = "json_schema",
+) -> dict[str, Any] | None:
+    """The ``response_format`` request parameter for an answer model (or a given ``schema``) in one
+    rung of the ladder: strict ``json_schema``, llama.cpp's ``json_object`` with a ``schema``, or
+    ``None`` (the schema goes into the prompt instead)."""
+    body = schema if schema is not None else _schema(model)
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": f"tool_call_accuracy_{model.__name__.lower()}", "strict": True, "schema": body},
+        }
+    if mode == "json_object":
+        return {"type": "json_object", "schema": _bounded(body)}
+    return None
 
 
 def _user_request(run: AgentRun) -> str | None:
@@ -369,26 +446,33 @@ def estimate_tokens(messages: Sequence[Mapping[str, Any]], *, response_format: M
     return chars // 4 + 4 * len(messages) + 1
 
 
-# -- endpoints that reject response_format --------------------------------------------------------
-_NO_RESPONSE_FORMAT: set[str] = set()
+# -- what each endpoint accepts --------------------------------------------------------------------
+# base_url -> index in OUTPUT_MODES of the best mode it has not rejected (absent: the best).
+_ENDPOINT_MODE: dict[str, int] = {}
 _ENDPOINTS_LOCK = threading.Lock()
 _REJECTION_HINTS = ("response_format", "response-format", "json_schema", "json schema", "structured output", "schema")
 
 
 def forget_endpoint_capabilities() -> None:
-    """Forget which endpoints were found to reject ``response_format`` (they are re-probed)."""
+    """Forget which structured-output modes endpoints were found to reject (they are re-probed)."""
     with _ENDPOINTS_LOCK:
-        _NO_RESPONSE_FORMAT.clear()
+        _ENDPOINT_MODE.clear()
 
 
-def _lacks_response_format(endpoint: str) -> bool:
+def endpoint_output_mode(endpoint: str) -> OutputMode:
+    """The structured-output mode the scorer currently uses for ``endpoint`` (a base URL)."""
     with _ENDPOINTS_LOCK:
-        return endpoint in _NO_RESPONSE_FORMAT
+        return OUTPUT_MODES[_ENDPOINT_MODE.get(endpoint.rstrip("/"), 0)]
 
 
-def _mark_lacks_response_format(endpoint: str) -> None:
+def _step_down(endpoint: str, rejected: OutputMode) -> OutputMode:
+    """Record that ``endpoint`` rejected ``rejected``; the mode to use from now on."""
     with _ENDPOINTS_LOCK:
-        _NO_RESPONSE_FORMAT.add(endpoint)
+        key = endpoint.rstrip("/")  # the openai client adds a trailing slash to base_url
+        index = max(_ENDPOINT_MODE.get(key, 0), OUTPUT_MODES.index(rejected) + 1)
+        index = min(index, len(OUTPUT_MODES) - 1)
+        _ENDPOINT_MODE[key] = index
+        return OUTPUT_MODES[index]
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -397,8 +481,10 @@ def _status_of(exc: BaseException) -> int | None:
 
 
 def _rejects_response_format(exc: BaseException) -> bool:
-    """A 400/422 whose message or body names the structured-output parameter."""
-    if _status_of(exc) not in (400, 422):
+    """A 400/422, or a 5xx (llama-cpp-python answers 500 to a request it fails to validate), whose
+    message or body names the structured-output parameter."""
+    status = _status_of(exc)
+    if status is None or not (status in (400, 422) or status >= 500):
         return False
     text = f"{exc} {getattr(exc, 'body', '')}".lower()
     return any(hint in text for hint in _REJECTION_HINTS)
@@ -441,6 +527,7 @@ class _Tally:
         self.completion_tokens = 0
         self.requests = 0
         self.structured = True
+        self.mode: OutputMode = "json_schema"
         self.started = time.perf_counter()
 
     def add(self, response: Any) -> None:
@@ -460,6 +547,7 @@ class _Tally:
             requests=self.requests,
             latency_s=round(time.perf_counter() - self.started, 6),
             structured_output=self.structured,
+            output_mode=self.mode,
         )
 
 
@@ -556,7 +644,11 @@ class ToolCallAccuracyLLMScorer:
     def estimate_prompt_tokens(self, run: AgentRun) -> int:
         """Rough prompt tokens of the first request, for budgets before anything is sent."""
         model = JudgeAnalysis if self.separate_reason_call else JudgeAnswer
-        return estimate_tokens(self.build_messages(run), response_format=response_format_for(model))
+        schema = answer_schema_for(run.scored_calls(), self._tools_for(run), model)
+        return estimate_tokens(self.build_messages(run), response_format=response_format_for(model, schema=schema))
+
+    def _tools_for(self, run: AgentRun) -> list[ToolDefinition]:
+        return list(run.available_tools or self.available_tools)
 
     # -- clients --------------------------------------------------------------------------------------
     def _client_kwargs(self) -> dict[str, Any]:
@@ -589,25 +681,31 @@ class ToolCallAccuracyLLMScorer:
         endpoint: str,
         build: Callable[[bool], list[dict[str, str]]],
         answer_model: type[BaseModel],
+        schema: dict[str, Any],
         accept: Callable[[Any], _T],
     ) -> _Protocol[_T]:
-        """One question to the judge: structured-output fallback, then one corrective retry."""
-        structured = not _lacks_response_format(endpoint)
-        messages = build(not structured)
+        """One question to the judge: down the structured-output ladder until the endpoint accepts
+        the mode, then one corrective retry. ``schema`` is the (per-run) answer schema; JSON-in-prompt
+        shows the generic one, so that no run data reaches the system message."""
+        mode = endpoint_output_mode(endpoint)
+        messages = build(mode == "prompt")
         corrected = False
         while True:
             request: dict[str, Any] = {**self.request_options, "model": self.model, "messages": messages}
-            if structured:
-                request["response_format"] = response_format_for(answer_model)
+            response_format = response_format_for(answer_model, schema=schema, mode=mode)
+            if response_format is not None:
+                request["response_format"] = response_format
             tally.requests += 1
             outcome = yield request
-            tally.structured = tally.structured and structured
+            tally.structured = tally.structured and mode != "prompt"
+            if OUTPUT_MODES.index(mode) > OUTPUT_MODES.index(tally.mode):
+                tally.mode = mode
             reply: str | None = None
             if isinstance(outcome, BaseException):
-                if structured and _rejects_response_format(outcome):
-                    _mark_lacks_response_format(endpoint)
-                    structured = False
-                    messages = build(True)
+                if mode != "prompt" and _rejects_response_format(outcome):
+                    mode = _step_down(endpoint, mode)
+                    if mode == "prompt":
+                        messages = build(True)
                     continue
                 if not _is_response_validation_error(outcome):
                     raise _to_judge_error(outcome, tally.usage()) from outcome
@@ -644,10 +742,13 @@ class ToolCallAccuracyLLMScorer:
             score, analysis = score_answer(answer, calls)
             return score, analysis, answer.reason if isinstance(answer, JudgeAnswer) else None
 
+        tools = self._tools_for(run)
         if not self.separate_reason_call:
-            score, analysis, reason = yield from self._ask(tally, endpoint, build, JudgeAnswer, accept)
+            schema = answer_schema_for(calls, tools, JudgeAnswer)
+            score, analysis, reason = yield from self._ask(tally, endpoint, build, JudgeAnswer, schema, accept)
         else:
-            score, analysis, _ = yield from self._ask(tally, endpoint, build, JudgeAnalysis, accept)
+            schema = answer_schema_for(calls, tools, JudgeAnalysis)
+            score, analysis, _ = yield from self._ask(tally, endpoint, build, JudgeAnalysis, schema, accept)
             first = build(False)
 
             def build_reason(json_in_prompt: bool) -> list[dict[str, str]]:
@@ -657,7 +758,9 @@ class ToolCallAccuracyLLMScorer:
                     messages[0]["content"] += prompt.SCHEMA_IN_PROMPT.format(schema=schema)
                 return messages
 
-            reason = (yield from self._ask(tally, endpoint, build_reason, JudgeReason, lambda a: a.reason))
+            reason = yield from self._ask(
+                tally, endpoint, build_reason, JudgeReason, _schema(JudgeReason), lambda a: a.reason
+            )
         return LLMScoreResult(
             run_id=run.run_id,
             score=score,
