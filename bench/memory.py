@@ -89,7 +89,7 @@ def _traced_bytes(make: Any, k: int, content: bool) -> float:
 
 
 def bytes_per_pending_run(result: Result, *, quick: bool) -> None:
-    k = 100 if quick else 2_000
+    k = 100 if quick else 1_000
     for content in (False, True):
         settings: dict[str, Any] = {"capture_content": True} if content else {}
         base = _traced_bytes(baseline_pipeline, k, content)
