@@ -773,3 +773,12 @@ def test_no_run_text_can_forge_a_delimiter(user: str, result: str) -> None:
     for tag in ("run_data", "user_request", "agent_response", "available_tools"):
         assert text.count(f"<{tag}>") == 1 and text.count(f"</{tag}>") == 1
     assert text.count("</tools_called>") == 1
+
+
+def test_raw_line_breaks_inside_strings_are_read(openai_server: OpenAITestServer) -> None:
+    """llama.cpp's grammar lets a raw line break into a JSON string (seen with SmolLM2 on llama-cpp-python)."""
+    content = '{"evaluations":[{"tool_called":"weather-tool","was_appropriate":true,"reasoning":"a\nb"}],"missing_tools":[],"reason":"x\ny"}'
+    openai_server.enqueue(chat_completion(content))
+    result = scorer_for(openai_server).run(weather_run())
+    assert result.score == 1.0 and result.reason == "x\ny"
+    assert result.analyze_step_result.evaluations[0].reasoning == "a\nb"

@@ -510,7 +510,10 @@ def _json_text(content: str) -> str:
     start, end = content.find("{"), content.rfind("}")
     if start < 0 or end <= start:
         raise ValueError("the reply holds no JSON object")
-    return content[start : end + 1]
+    text = content[start : end + 1]
+    # llama.cpp's grammars let raw control characters (a line break) into strings, which strict JSON
+    # forbids; read them leniently and re-encode, so pydantic validates proper JSON as before.
+    return json.dumps(json.loads(text, strict=False), ensure_ascii=False)
 
 
 # -- the request protocol, shared by the sync and async drivers ---------------------------------------
