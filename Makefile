@@ -7,8 +7,10 @@ CACHE  ?= .cache
 # External test tools (rotel, promtool, VictoriaMetrics, vmalert, Alertmanager, Phoenix), installed
 # into .cache and the venv without changing the system; see tests/tools/ensure_tools.sh.
 TOOLS  := $(CACHE)/.tools-installed
+LLAMA_VERSION ?= 0.3.36
+LLAMA_WHEEL   := $(CACHE)/llama/wheels/llama_cpp_python-$(LLAMA_VERSION)-py3-none-linux_x86_64.whl
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test lint bench clean llm-wheel test-llm
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +36,18 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy --strict otel_toolscore
 
 test: $(STAMP) lint $(TOOLS)
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -m "not real_llm" tests
+
+# llama-cpp-python compiles llama.cpp (~40 min on 2 cores): built once, portable (no -march=native).
+$(LLAMA_WHEEL):
+	mkdir -p $(dir $@)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PYTHON) -m pip wheel --no-deps llama-cpp-python==$(LLAMA_VERSION) -w $(dir $@)
+
+llm-wheel: $(LLAMA_WHEEL)
+
+# The judge against a real LLM server (llama.cpp + SmolLM2-135M); needs `make llm-wheel` first.
+test-llm: $(STAMP)
+	$(PY) -m pytest -q -rA -p no:cacheprovider -m real_llm tests/test_llm_real.py
 
 bench: $(STAMP)
 	$(PY) bench/run.py

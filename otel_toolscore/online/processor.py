@@ -358,7 +358,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
     # -- scoring ----------------------------------------------------------------------------------
     def _score_root(self, state: TraceState, span_id: str, span: ReadableSpan) -> ReadableSpan:
         """Assemble and score the run rooted at ``span_id``; the span to hand on (a copy with scores)."""
-        state.scored.add(span_id)
+        if not self._claim(state, span_id):
+            self._drop("late_span")  # its trace was evicted meanwhile: the run is counted as evicted
+            return span
         try:
             facts = state.facts
             still_open = [sp for sid, sp in state.started.items() if sid in state.open]
@@ -379,12 +381,25 @@ class ToolScoreSpanProcessor(SpanProcessor):
             root = run.root_span_id
             if root == span_id:
                 out = self._score_run(state, run, span) or span
-            elif root is not None and root not in state.scored and root not in state.open:
+            elif (
+                root is not None
+                and root in state.parents
+                and root not in state.open
+                and root not in state.scored
+                and self._claim(state, root)
+            ):
                 # A run whose root was not recognisable as one when it ended (a graph's CHAIN root
                 # under a tool span): its span has left, but its score still goes out as event and metric.
-                state.scored.add(root)
                 self._score_run(state, run, None)
         return out
+
+    def _claim(self, state: TraceState, root_id: str) -> bool:
+        """Take the run rooted at ``root_id`` for scoring, once: scoring and eviction race for it."""
+        with self._table.shard(state.trace_id).lock:
+            if root_id in state.scored:
+                return False
+            state.scored.add(root_id)
+            return True
 
     def _score_run(self, state: TraceState, run: AgentRun, span: ReadableSpan | None) -> ReadableSpan | None:
         """Score one assembled run; with its root ``span``, return the copy carrying the score."""
@@ -588,13 +603,15 @@ class ToolScoreSpanProcessor(SpanProcessor):
 
     def _evict(self, state: TraceState, reason: str, pending_counted: bool = False) -> None:
         """A trace leaves the buffer before its runs ended: count the runs lost, flush held roots."""
+        self._release_ready(state, force=True)  # roots that ended: scored with what they have
         shard = self._table.shard(state.trace_id)
         with shard.lock:
             shard.evicted[state.trace_id] = None
             while len(shard.evicted) > self._table.max_local_roots:
                 del shard.evicted[next(iter(shard.evicted))]
-        self._release_ready(state, force=True)
-        open_roots = len((state.roots | {f.span_id for f in state.facts if f.role == "agent"}) - state.scored)
+            lost = (state.roots | {f.span_id for f in state.facts if f.role == "agent"}) - state.scored
+            state.scored |= lost  # a thread still finishing one of these runs now sees it as taken
+        open_roots = len(lost)
         self._drop(reason)
         if open_roots:
             self._signal(("run", "evicted", open_roots))
