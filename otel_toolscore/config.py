@@ -9,12 +9,12 @@ must not silently fall back to a default in production.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-__all__ = ["ENV_PREFIX", "ConfigError", "Settings"]
+__all__ = ["ENV_PREFIX", "SKIP", "ConfigError", "Settings", "build_settings", "read_env"]
 
 ENV_PREFIX = "OTEL_TOOLSCORE_"
 
@@ -82,29 +82,62 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> Settings:
         """Settings from ``OTEL_TOOLSCORE_*`` variables, overridden by explicit arguments."""
-        env = os.environ if environ is None else environ
-        known = {cls.field_env_name(n): n for n in cls.model_fields}
-        values: dict[str, Any] = {}
-        for key, raw in env.items():
-            if not key.startswith(ENV_PREFIX) or key in _FOREIGN_KEYS or key.startswith(_FOREIGN_PREFIXES):
-                continue
-            name = known.get(key)
-            if name is None:
-                raise ConfigError(f"unknown setting {key}; known settings: {', '.join(sorted(known))}")
-            if not raw.strip():
-                continue  # an empty variable means "use the default", as in the OpenTelemetry SDK
-            values[name] = _parse_env(name, raw)
+        values = read_env(
+            os.environ if environ is None else environ,
+            ENV_PREFIX,
+            cls.model_fields,
+            parse=_parse_env,
+            ignore=lambda key: key in _FOREIGN_KEYS or key.startswith(_FOREIGN_PREFIXES),
+        )
         unknown = set(overrides) - set(cls.model_fields)
         if unknown:
             raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
         values.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls(**values)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"]) or "settings"
-            key = cls.field_env_name(loc) if loc in cls.model_fields else loc
-            raise ConfigError(f"invalid setting {key} ({loc}): {err['msg']}") from None
+        return build_settings(cls, values, {n: cls.field_env_name(n) for n in cls.model_fields})
+
+
+#: Returned by a ``parse`` function of :func:`read_env` for "not set": the default applies.
+SKIP: Any = object()
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_env(
+    environ: Mapping[str, str],
+    prefix: str,
+    fields: Iterable[str],
+    *,
+    parse: Callable[[str, str], Any] | None = None,
+    ignore: Callable[[str], bool] = lambda key: False,
+    what: str = "settings",
+) -> dict[str, Any]:
+    """Values of the ``<prefix><FIELD>`` variables; an unknown variable with the prefix is an error.
+
+    ``parse(name, stripped_text)`` turns a value into what the model validates, or :data:`SKIP`. The
+    default skips empty values ("use the default", as in the OpenTelemetry SDK).
+    """
+    known = {prefix + name.upper(): name for name in fields}
+    values: dict[str, Any] = {}
+    for key, raw in environ.items():
+        if not key.startswith(prefix) or ignore(key):
+            continue
+        name = known.get(key)
+        if name is None:
+            raise ConfigError(f"unknown setting {key}; known {what}: {', '.join(sorted(known))}")
+        text = raw.strip()
+        value = parse(name, text) if parse is not None else (text if text else SKIP)
+        if value is not SKIP:
+            values[name] = value
+    return values
+
+
+def build_settings(model: type[M], values: Mapping[str, Any], where: Mapping[str, str]) -> M:
+    """``model(**values)``, with a validation error turned into one message naming the key's source."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "settings"
+        raise ConfigError(f"invalid setting {where.get(loc, loc)} ({loc}): {err['msg']}") from None
 
 
 # Variables with our prefix that other parts read (and check) themselves: the judge, the service.
@@ -113,6 +146,8 @@ _FOREIGN_PREFIXES: tuple[str, ...] = (ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVI
 
 
 def _parse_env(name: str, raw: str) -> Any:
+    if not raw:
+        return SKIP  # an empty variable means "use the default", as in the OpenTelemetry SDK
     if name == "expected_tool_order":
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     return raw.strip()

@@ -85,18 +85,14 @@ class Expectation(BaseModel):
 
     @cached_property
     def scorer(self) -> ToolCallAccuracyCodeScorer:
-        return ToolCallAccuracyCodeScorer(
-            self.expected_tool,
-            self.strict_mode,
-            self.expected_tool_order,
-            match=self.match,
-            expected_arguments=self.expected_arguments,
-            args_match=self.args_match,
-        )
+        return self._build_scorer(include_framework_calls=False)
 
     @cached_property
     def scorer_with_framework_calls(self) -> ToolCallAccuracyCodeScorer:
         """The same scorer, also counting framework calls (handoffs, output tools)."""
+        return self._build_scorer(include_framework_calls=True)
+
+    def _build_scorer(self, include_framework_calls: bool) -> ToolCallAccuracyCodeScorer:
         return ToolCallAccuracyCodeScorer(
             self.expected_tool,
             self.strict_mode,
@@ -104,7 +100,7 @@ class Expectation(BaseModel):
             match=self.match,
             expected_arguments=self.expected_arguments,
             args_match=self.args_match,
-            include_framework_calls=True,
+            include_framework_calls=include_framework_calls,
         )
 
     @cached_property

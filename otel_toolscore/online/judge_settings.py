@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from ..config import ENV_PREFIX, ConfigError
+from ..config import ENV_PREFIX, SKIP, ConfigError, build_settings, read_env
 
 __all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file"]
 
@@ -79,39 +79,27 @@ class JudgeSettings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> JudgeSettings:
         """Settings from ``OTEL_TOOLSCORE_JUDGE_*`` variables, overridden by explicit arguments."""
-        env = os.environ if environ is None else environ
-        known = {cls.env_name(name): name for name in cls.model_fields}
-        values: dict[str, Any] = {}
-        for key, raw in env.items():
-            if not key.startswith(JUDGE_ENV_PREFIX):
-                continue
-            name = known.get(key)
-            if name is None:
-                raise ConfigError(f"unknown setting {key}; known judge settings: {', '.join(sorted(known))}")
-            parsed = _parse(name, raw)
-            if parsed is not _UNSET:
-                values[name] = parsed
+        values = read_env(
+            os.environ if environ is None else environ,
+            JUDGE_ENV_PREFIX,
+            cls.model_fields,
+            parse=_parse,
+            what="judge settings",
+        )
         unknown = set(overrides) - set(cls.model_fields)
         if unknown:
             raise ConfigError(f"unknown judge setting {sorted(unknown)[0]!r}")
         values.update(overrides)
-        try:
-            return cls(**values)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"]) or "settings"
-            key = cls.env_name(loc) if loc in cls.model_fields else loc
-            raise ConfigError(f"invalid setting {key} ({loc}): {err['msg']}") from None
+        return build_settings(cls, values, {n: cls.env_name(n) for n in cls.model_fields})
 
 
-_UNSET: Any = object()
 _LIMITS = frozenset({"max_output_tokens", "max_per_minute", "max_tokens_per_hour"})
 
 
 def _parse(name: str, raw: str) -> Any:
     text = raw.strip()
     if text == "":
-        return _UNSET  # an empty variable means "not set": the default applies
+        return SKIP  # an empty variable means "not set": the default applies
     if name in _LIMITS and text.lower() in ("none", "unlimited", "off"):
         return None  # lifts the limit
     if name == "tools":

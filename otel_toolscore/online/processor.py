@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import weakref
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -536,6 +536,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
         done = 0
         queue = self._emit_queue
         emitter = self.emitter
+        # Counters are summed over the batch and added once per attribute set: a metric call per run
+        # would be most of this thread's work (and it competes with the application for the GIL).
+        runs: Counter[tuple[str, str | None]] = Counter()
+        drops: Counter[str] = Counter()
+        pending = 0
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
             while queue:
@@ -547,20 +552,24 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 if isinstance(item, tuple):
                     kind, reason, amount = item
                     if kind == "drop":
-                        emitter.count_drop(reason, amount)
+                        drops[reason] += amount
                     elif kind == "pending":
-                        emitter.pending_delta(amount)
+                        pending += amount
                     elif kind == "run":
-                        for _ in range(amount):
-                            emitter.count_run(reason)
+                        runs[(reason, None)] += amount
                     continue
+                runs[(item.outcome, item.run.agent_name)] += 1
                 self._emit_scored(item)
+            for (outcome, agent), amount in runs.items():
+                emitter.count_run(outcome, agent, amount)
+            for reason, amount in drops.items():
+                emitter.count_drop(reason, amount)
+            emitter.pending_delta(pending)
         finally:
             otel_context.detach(token)
         return done
 
     def _emit_scored(self, scored: ScoredRun) -> None:
-        self.emitter.count_run(scored.outcome, scored.run.agent_name)
         result = scored.verdict
         if result is not None:
             exp = scored.expectation

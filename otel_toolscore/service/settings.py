@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from ..config import ENV_PREFIX, ConfigError, Settings
+from ..config import ENV_PREFIX, SKIP, ConfigError, Settings, build_settings, read_env
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -114,28 +114,16 @@ def _read_file(path: str | Path) -> dict[str, Any]:
 
 
 def _service_env(env: Mapping[str, str]) -> dict[str, Any]:
-    known = {ServiceSettings.env_name(n): n for n in ServiceSettings.model_fields}
-    values: dict[str, Any] = {}
-    for key, raw in env.items():
-        if not key.startswith(SERVICE_ENV_PREFIX):
-            continue
-        name = known.get(key)
-        if name is None:
-            raise ConfigError(f"unknown setting {key}; known service settings: {', '.join(sorted(known))}")
-        value: Any = raw.strip()
-        if value == "" and name in ("export_endpoint", "export_protocol"):
-            value = None
-        values[name] = value
-    return values
+    def parse(name: str, text: str) -> Any:
+        if not text:
+            return None if name in ("export_endpoint", "export_protocol") else SKIP
+        return text
+
+    return read_env(env, SERVICE_ENV_PREFIX, ServiceSettings.model_fields, parse=parse, what="service settings")
 
 
 def _build(model: type[BaseModel], values: Mapping[str, Any], where: Mapping[str, str]) -> Any:
-    try:
-        return model(**values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "settings"
-        raise ConfigError(f"invalid setting {where.get(loc, loc)} ({loc}): {err['msg']}") from None
+    return build_settings(model, values, where)
 
 
 def load_config(

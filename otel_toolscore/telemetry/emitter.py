@@ -136,15 +136,15 @@ class Emitter:
             self._warned = True
             _log.warning("otel-toolscore could not write %s: %r (further errors are not logged)", what, exc)
 
-    def count_run(self, outcome: str, agent_name: str | None = None) -> None:
-        if not self.metrics_enabled:
+    def count_run(self, outcome: str, agent_name: str | None = None, amount: int = 1) -> None:
+        if not self.metrics_enabled or amount <= 0:
             return
         attrs: dict[str, Any] = {n.ATTR_OUTCOME: outcome}
         agent = self.agent_label(agent_name)
         if agent is not None:
             attrs[n.GEN_AI_AGENT_NAME] = agent
         try:
-            self.runs.add(1, attrs)
+            self.runs.add(amount, attrs)
         except Exception as exc:  # a broken meter provider must not break the host
             self._guard("a metric", exc)
 
