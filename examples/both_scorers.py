@@ -10,13 +10,10 @@ Run: python examples/both_scorers.py  (offline unless OPENAI_BASE_URL is set; se
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
+
+from _judge_endpoint import judge_endpoint
 
 from otel_toolscore.scorers.code import create_tool_call_accuracy_scorer_code
 from otel_toolscore.scorers.llm import create_tool_call_accuracy_scorer_llm
@@ -44,20 +41,6 @@ SCRIPTED_VERDICTS: list[dict[str, Any]] = [
 ]
 
 
-@contextlib.contextmanager
-def judge_endpoint(verdicts: list[dict[str, Any]]) -> Iterator[str | None]:
-    """The real endpoint from the environment, or a local server answering ``verdicts`` in turn."""
-    if os.environ.get("OPENAI_BASE_URL"):
-        yield None
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.support.openai_server import OpenAITestServer, chat_completion
-
-    with OpenAITestServer() as server:
-        server.enqueue(*(chat_completion(json.dumps(v)) for v in verdicts))
-        yield server.base_url
-
-
 def weather_run(*tools: str) -> Any:
     calls = [create_tool_invocation(f"call-{i}", name, {"location": "Boston"}, {}) for i, name in enumerate(tools)]
     return create_agent_test_run(
@@ -70,7 +53,7 @@ def main() -> int:
     code = create_tool_call_accuracy_scorer_code(expected_tool="weather-tool", strict_mode=False)
     runs = {"wrong tool": weather_run("search-tool"), "right tool + extra": weather_run("weather-tool", "calendar-tool")}
     scores = []
-    with judge_endpoint(SCRIPTED_VERDICTS) as base_url:
+    with judge_endpoint(*SCRIPTED_VERDICTS) as base_url:
         llm = create_tool_call_accuracy_scorer_llm(
             os.environ.get("JUDGE_MODEL", "openai/gpt-4o-mini"), TOOLS, base_url=base_url, api_key="unused" if base_url else None
         )

@@ -7,13 +7,9 @@ Run: python examples/llm_clarification.py  (offline unless OPENAI_BASE_URL is se
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+
+from _judge_endpoint import judge_endpoint
 
 from otel_toolscore.scorers.llm import create_tool_call_accuracy_scorer_llm
 from otel_toolscore.testing import create_agent_test_run, create_test_message
@@ -28,20 +24,6 @@ SCRIPTED_VERDICT = {
     "missing_tools": [],
     "reason": "The request was too vague to pick a tool, so asking for details was right.",
 }
-
-
-@contextlib.contextmanager
-def judge_endpoint(verdict: dict[str, Any]) -> Iterator[str | None]:
-    """The real endpoint from the environment, or a local server answering ``verdict``."""
-    if os.environ.get("OPENAI_BASE_URL"):
-        yield None
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.support.openai_server import OpenAITestServer, chat_completion
-
-    with OpenAITestServer() as server:
-        server.enqueue(lambda request: chat_completion(json.dumps(verdict), request=request))
-        yield server.base_url
 
 
 def main() -> int:

@@ -13,12 +13,9 @@ The same judge from the environment only:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 
+from _judge_endpoint import judge_endpoint
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
@@ -42,25 +39,12 @@ TOOLS = [
 ]
 
 
-@contextlib.contextmanager
-def judge_endpoint() -> Iterator[str | None]:
-    """The real endpoint from the environment, or a local server that approves weather lookups."""
-    if os.environ.get("OPENAI_BASE_URL"):
-        yield None
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.support.openai_server import OpenAITestServer, echo_judge
-
-    with OpenAITestServer(echo_judge(appropriate=lambda tool: tool == "get_weather", reason="scripted verdict")) as server:
-        yield server.base_url
-
-
 def main() -> int:
     spans, logs, metrics = InMemorySpanExporter(), InMemoryLogRecordExporter(), InMemoryMetricReader()
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     tracer_provider = TracerProvider()
-    with judge_endpoint() as base_url:
+    with judge_endpoint(approve=lambda tool: tool == "get_weather") as base_url:
         judge = Judge(
             scorer=create_tool_call_accuracy_scorer_llm(
                 model=os.environ.get("JUDGE_MODEL", "gpt-4o-mini"),
