@@ -441,3 +441,14 @@ def test_tool_calls_from_log_events_join_the_run() -> None:
     assert list(root.attributes["toolscore.code.actual_tools"]) == ["get_weather", "get_time"]
     assert root.attributes["toolscore.code.score"] == 1.0
     p.provider.shutdown()
+
+
+def test_an_answer_without_tools_scores_zero_even_when_content_is_not_kept() -> None:
+    """The model's text answer was recorded (content dropped by us): no tool call is a real 0."""
+    p = make_pipeline(expectations=[Expectation(expected_tool="get_weather")])
+    run_scripted_agent(p.tracer, "a", "Hello?", [], answer="Hi! How can I help?")  # content captured
+    run_scripted_agent(p.tracer, "a", "Hello?", [], capture_content=False)  # nothing recorded
+    p.flush()
+    assert p.counter("toolscore.runs", **{"toolscore.outcome": "scored"}) == 1
+    assert p.counter("toolscore.runs", **{"toolscore.outcome": "no_tool_calls_visible"}) == 1
+    p.provider.shutdown()

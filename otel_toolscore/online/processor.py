@@ -432,7 +432,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         out = span
         if expectation is None:
             outcome = "no_expectation"
-        elif not run.tool_calls and not _saw_model_output(state.facts, run):
+        elif not run.tool_calls and not _saw_model_output(state.facts):
             outcome = "no_tool_calls_visible"
         else:
             try:
@@ -752,9 +752,10 @@ def _under_any(state: TraceState, span_id: str, roots: set[str]) -> bool:
     return False
 
 
-def _saw_model_output(facts: Iterable[SpanFacts], run: AgentRun) -> bool:
-    """Whether the run's trace shows what the model answered or any tool activity (a real 0)."""
-    return any(f.role == "tool" or f.requested or f.final_output for f in facts)
+def _saw_model_output(facts: Iterable[SpanFacts]) -> bool:
+    """Whether the trace shows what the model answered (even with content dropped) or any tool
+    activity: then "no calls" is a real answer, scored 0, not a blind spot of the instrumentation."""
+    return any(f.role == "tool" or f.requested or f.saw_output or f.final_output for f in facts)
 
 
 def _register_drain(processor: ToolScoreSpanProcessor) -> Any:
