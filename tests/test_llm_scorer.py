@@ -698,6 +698,7 @@ def test_examples_run_offline(name: str, monkeypatch: pytest.MonkeyPatch, capsys
 
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     path = Path(__file__).resolve().parents[1] / "examples" / name
+    monkeypatch.syspath_prepend(str(path.parent))  # as `python examples/<name>` would (shared helper)
     main = runpy.run_path(str(path), run_name="example")["main"]
     assert main() == 0
     assert "score" in capsys.readouterr().out or name == "both_scorers.py"
