@@ -17,16 +17,12 @@ import contextlib
 import fcntl
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from tests.tools.llm_process import LlmServer, llm_server_process
 from tests.tools.otlp import free_port
 
 LLAMA_CPP_VERSION = "0.3.36"
@@ -88,60 +84,19 @@ def model_path() -> Path:
     return found[0]
 
 
-@dataclass
-class LlamaServer:
-    base_url: str  # ends in /v1
-    model: str  # the model name the server answers to
-    log_path: Path
-    process: subprocess.Popen[bytes]
-
-    def log_tail(self, chars: int = 4000) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")[-chars:]
-        return ""
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @contextlib.contextmanager
-def llama_server(workdir: Path, *, n_ctx: int = 2048, start_timeout_s: float = 120.0) -> Iterator[LlamaServer]:
+def llama_server(workdir: Path, *, n_ctx: int = 2048, start_timeout_s: float = 120.0) -> Iterator[LlmServer]:
     """Start ``python -m llama_cpp.server`` on 127.0.0.1 and stop it (its own process group) afterwards."""
     python = ensure_llama_venv()
     gguf = model_path()
     port = free_port()
-    log_path = workdir / "llama-server.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "OTEL_"))}
     env["PYTHONUNBUFFERED"] = "1"
     command = [
         str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "smollm2-135m",
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(min(2, os.cpu_count() or 1)),
     ]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, env=env,
-                                   start_new_session=True)
-    server = LlamaServer(f"http://127.0.0.1:{port}/v1", "smollm2-135m", log_path, process)
-    try:
-        deadline = time.monotonic() + start_timeout_s
-        while not _ready(f"{server.base_url}/models"):
-            if process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {process.returncode}:\n{server.log_tail()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server not ready after {start_timeout_s:.0f} s:\n{server.log_tail()}")
-            time.sleep(0.25)
+    with llm_server_process(command, name="llama_cpp.server", port=port, model="smollm2-135m",
+                            log_path=workdir / "llama-server.log", cwd=workdir, env=env,
+                            start_timeout_s=start_timeout_s, stop_timeout_s=15.0) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=5)

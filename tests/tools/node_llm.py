@@ -16,16 +16,12 @@ import contextlib
 import fcntl
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from tests.tools.llm_process import LlmServer, llm_server_process
 from tests.tools.otlp import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,53 +66,12 @@ def ensure_installed() -> tuple[str, Path]:
     return node, found[0]
 
 
-@dataclass
-class NodeLlmServer:
-    base_url: str  # ends in /v1
-    model: str  # the model name the server answers to
-    log_path: Path
-    process: subprocess.Popen[bytes]
-
-    def log_tail(self, chars: int = 4000) -> str:
-        with contextlib.suppress(OSError):
-            return self.log_path.read_text(errors="replace")[-chars:]
-        return ""
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @contextlib.contextmanager
-def node_llm_server(workdir: Path, *, start_timeout_s: float = 60.0) -> Iterator[NodeLlmServer]:
+def node_llm_server(workdir: Path, *, start_timeout_s: float = 60.0) -> Iterator[LlmServer]:
     """Start ``node server.mjs`` on 127.0.0.1 and stop it (its own process group) afterwards."""
     node, gguf = ensure_installed()
     port = free_port()
-    log_path = workdir / "node-llm-server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([node, "server.mjs", str(gguf), str(port), "smollm2"], stdout=log,
-                                   stderr=subprocess.STDOUT, cwd=SERVER_DIR, env=_server_env(), start_new_session=True)
-    server = NodeLlmServer(f"http://127.0.0.1:{port}/v1", "smollm2", log_path, process)
-    try:
-        deadline = time.monotonic() + start_timeout_s
-        while not _ready(f"{server.base_url}/models"):
-            if process.poll() is not None:
-                raise RuntimeError(f"server.mjs exited with {process.returncode}:\n{server.log_tail()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"server.mjs not ready after {start_timeout_s:.0f} s:\n{server.log_tail()}")
-            time.sleep(0.25)
+    with llm_server_process([node, "server.mjs", str(gguf), str(port), "smollm2"], name="server.mjs", port=port,
+                            model="smollm2", log_path=workdir / "node-llm-server.log", cwd=SERVER_DIR,
+                            env=_server_env(), start_timeout_s=start_timeout_s) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=5)
