@@ -19,6 +19,7 @@ __all__ = [
     "any_value",
     "log_view_from_sdk",
     "log_views_from_proto",
+    "plain_attributes",
     "record_from_readable",
     "span_records_from_proto",
 ]
@@ -69,7 +70,7 @@ class LogRecordView:
 
 
 # -- live SDK objects -------------------------------------------------------------------------------
-def _plain_attributes(holder: Any) -> Mapping[str, Any]:
+def plain_attributes(holder: Any) -> Mapping[str, Any]:
     """The attribute dict behind a live span without copying it.
 
     ``ReadableSpan.attributes`` wraps the SDK's ``BoundedAttributes`` in a ``MappingProxyType``;
@@ -120,7 +121,7 @@ def record_from_readable(span: Any) -> SpanRecord:
         parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
         name=span.name,
         kind=_KIND_BY_ID.get(id(span.kind)) or span.kind.name,
-        attributes=_plain_attributes(span),
+        attributes=plain_attributes(span),
         events=events,
         status_code=_STATUS_BY_ID.get(id(status.status_code)) or status.status_code.name,
         status_message=status.description,

@@ -35,7 +35,7 @@ from ..extract import (
     read_span,
     record_from_readable,
 )
-from ..extract.records import _plain_attributes
+from ..extract.records import plain_attributes
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
 from ..telemetry import Emitter, RunRef, code_score_attributes, names, openinference_annotation
@@ -200,7 +200,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         shard = self._table.shard(trace_id)
         state = shard.traces.get(trace_id)
         span_id = _hex16(ctx.span_id)
-        attrs = _plain_attributes(span)
+        attrs = plain_attributes(span)
         role = classify_start(span.name, attrs)
         if state is None:
             if local_root and len(shard.local_roots) < self._table.max_local_roots:
