@@ -53,7 +53,15 @@ class Settings(BaseModel):
     strict_mode: bool = Field(False, description="Strict mode for the default expectation.")
     # -- limits (each has a counter of what it dropped) ------------------------------------------
     max_pending_traces: int = Field(10_000, ge=1, le=10_000_000, description="Traces buffered at once.")
-    max_spans_per_trace: int = Field(2_000, ge=1, le=1_000_000, description="Span facts kept per trace.")
+    max_spans_per_trace: int = Field(
+        2_000, ge=1, le=1_000_000, description="Ended GenAI spans whose facts are kept per trace."
+    )
+    max_open_spans_per_trace: int = Field(
+        10_000, ge=1, le=10_000_000, description="Open spans (and start contexts) tracked per trace."
+    )
+    max_known_spans_per_trace: int = Field(
+        20_000, ge=1, le=10_000_000, description="Spans whose parent link is kept per trace (runs are found through them)."
+    )
     max_calls_per_run: int = Field(1_000, ge=1, le=1_000_000, description="Tool calls kept per run.")
     max_content_chars: int = Field(8_192, ge=0, le=10_000_000, description="Characters kept per text value.")
     root_grace_ms: int = Field(
@@ -63,6 +71,12 @@ class Settings(BaseModel):
         300.0, gt=0, le=86_400, description="A trace pending longer than this is evicted (root never ended)."
     )
     emit_queue_size: int = Field(10_000, ge=1, le=10_000_000, description="Scored runs waiting to be emitted.")
+    span_queue_size: int = Field(
+        32_768, ge=1, le=10_000_000, description="Span starts/ends waiting for the scoring worker."
+    )
+    callback_queue_size: int = Field(
+        10_000, ge=1, le=10_000_000, description="Scored runs waiting for the `on_scored` callback."
+    )
     capture_content: bool | None = Field(
         None,
         description="Keep prompts/answers/arguments while a run is pending; default: only when a judge is set.",

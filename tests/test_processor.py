@@ -350,6 +350,7 @@ def test_pending_traces_limit_evicts_oldest_and_counts() -> None:
 def test_trace_timeout_evicts_runs_whose_root_never_ends() -> None:
     p = make_pipeline(expectations=[Expectation(expected_tool="t")], trace_timeout_s=0.05)
     p.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+    p.flush()  # the worker has seen the start (the span thread only queued it)
     deadline = time.time() + 5
     while p.processor.pending_traces and time.time() < deadline:
         time.sleep(0.02)

@@ -126,9 +126,10 @@ class Rig:
 
 
 def _drain(rig: Rig, n: int, timeout: float = 10.0) -> None:
-    """Wait until the processor has emitted all ``n`` runs (its own queue, not the downstream's)."""
+    """Wait until the processor has counted all ``n`` runs and written their events (its own queues,
+    not the downstream's). Runs are counted when scored; events follow on the emitter's thread."""
     deadline = time.monotonic() + timeout
-    while rig.counter("toolscore.runs") < n and time.monotonic() < deadline:
+    while (rig.counter("toolscore.runs") < n or rig.evaluation_events() < n) and time.monotonic() < deadline:
         time.sleep(0.02)
 
 

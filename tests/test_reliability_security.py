@@ -196,7 +196,7 @@ def _pending_runs(rig: Rig, n: int) -> list[Any]:
 
 def _secrets_held(rig: Rig) -> set[str]:
     found: set[str] = set()
-    for text in _strings_reachable(rig.processor._table):
+    for text in _strings_reachable(rig.processor._core.table):
         found.update(_has_secret(text, CONTENT_SECRETS))
     return found
 
@@ -204,6 +204,7 @@ def _secrets_held(rig: Rig) -> set[str]:
 def test_pending_runs_hold_no_content_without_a_judge() -> None:
     rig = Rig()
     roots = _pending_runs(rig, 5)
+    assert rig.processor.force_flush(10_000)  # the worker has read every span that ended
     assert rig.processor.pending_traces == 5
     assert _secrets_held(rig) == set()
     for r in roots:
@@ -220,6 +221,7 @@ def test_control_content_is_held_when_capture_is_on() -> None:
     """The scan above can see content: with ``capture_content=True`` the same runs do hold it."""
     rig = Rig(capture_content=True)
     roots = _pending_runs(rig, 2)
+    assert rig.processor.force_flush(10_000)
     assert _secrets_held(rig)  # at least the arguments/results are kept for a judge to read
     for r in roots:
         r.end()

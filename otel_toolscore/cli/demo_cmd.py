@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..online.expectations import Expectation, expect
-    from ..online.processor import ScoredRun
+    from ..online.live import ScoredRun
     from ..online.setup import configure, otlp_endpoint_configured
     from ..scripted import run_scripted_agent
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..model import AgentRun, ToolCall, ToolDefinition
 from .content import requested_calls
-from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
+from .facts import DEFAULT_OPTIONS, ExtractOptions, Requested, SpanFacts
 from .handoffs import reparent_handoffs
 from .values import RawCall
 
@@ -318,7 +318,7 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
         results.update(f.results)
 
     _fill_unreported_outputs(llm_groups, opts)
-    outputs: list[list[ToolCall]] = []
+    outputs: list[list[Requested]] = []
     for fs in llm_groups:
         # a span's own attributes first, its log events only when the attributes carried no calls
         lists = [f.requested for f in fs if f.requested and not f.from_log] or [f.requested for f in fs if f.requested]
@@ -327,9 +327,9 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
     if not outputs:
         outputs = [f.requested_fallback for f in root_facts if f.requested_fallback][:1]
     seen_requested: set[str] = set()
-    pending: list[list[tuple[ToolCall, ToolCall | None]]] = []
+    pending: list[list[tuple[Requested, ToolCall | None]]] = []
     for output in outputs:
-        row: list[tuple[ToolCall, ToolCall | None]] = []
+        row: list[tuple[Requested, ToolCall | None]] = []
         for req in output:
             if req.call_id:
                 if req.call_id in seen_requested:
@@ -378,7 +378,7 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
                 if result[1]:
                     req.status = "error"
                     req.error_type = result[1]
-            calls.append(((row_time, pos + 1), req))
+            calls.append(((row_time, pos + 1), req.to_call()))
     for c in exec_calls:
         if id(c) not in placed:
             calls.append(((c.start_time_unix_nano or 0, 0), c))

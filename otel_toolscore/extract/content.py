@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..model import ToolCall, ToolDefinition
-from .facts import ExtractOptions, SpanFacts
+from ..model import ToolDefinition
+from .facts import ExtractOptions, Requested, SpanFacts
 from .values import (
     Bad,
     ParsedMessages,
@@ -58,38 +58,26 @@ def _json(facts: SpanFacts, value: Any, what: str) -> Any:
     return parsed
 
 
-def requested_calls(facts: SpanFacts, raws: list[RawCall], opts: ExtractOptions) -> list[ToolCall]:
-    """Requested :class:`ToolCall` s (``source="requested"``) of a model call, in output order."""
+def requested_calls(facts: SpanFacts, raws: list[RawCall], opts: ExtractOptions) -> list[Requested]:
+    """Requested calls of a model call, in output order (at most ``opts.max_calls_per_run``)."""
     calls = []
-    for n, raw in enumerate(raws):
-        args = maybe_json(raw.arguments) if opts.capture_content else None
-        calls.append(
-            ToolCall(
-                name=raw.name,
-                call_id=raw.call_id,
-                arguments=truncate_value(args, opts.max_chars),
-                result=None,
-                status="ok",
-                error_type=None,
-                kind="framework" if opts.is_framework(raw.name) else "tool",
-                source="requested",
-                span_id=facts.span_id,
-                start_time_unix_nano=facts.end_time_unix_nano or None,
-                end_time_unix_nano=None,
-                message_index=None,
-                invocation_index=n,
-            )
-        )
+    capture = opts.capture_content
+    start = facts.end_time_unix_nano or None
+    for n, raw in enumerate(raws[: opts.max_calls_per_run]):
+        args = truncate_value(maybe_json(raw.arguments), opts.max_chars) if capture else None
+        kind = "framework" if opts.is_framework(raw.name) else "tool"
+        calls.append(Requested(raw.name, raw.call_id, args, kind, facts.span_id, start, n))
     return calls
 
 
-def _requested(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, start: int = 0) -> list[ToolCall]:
+def _requested(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, start: int = 0) -> list[Requested]:
     return requested_calls(facts, pm.calls[start:], opts)
 
 
 def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) -> None:
     """Input messages: the user's request, and the ids / results of calls made earlier (history)."""
     facts.saw_input = True
+    facts.dropped_calls += pm.dropped_calls
     for raw in pm.calls:
         if raw.call_id:
             facts.history_ids.add(raw.call_id)
@@ -105,6 +93,7 @@ def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) 
 
 
 def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *, fallback: bool) -> None:
+    facts.dropped_calls += pm.dropped_calls
     if pm.calls or pm.assistant_texts:
         facts.saw_output = True
     calls = _requested(facts, pm, opts)
@@ -122,13 +111,13 @@ def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *
 def genai_input_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gen_ai.input.messages")
     if data is not None:
-        _absorb_history(facts, parse_messages(data), opts)
+        _absorb_history(facts, parse_messages(data, opts.max_calls_per_run), opts)
 
 
 def genai_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gen_ai.output.messages")
     if data is not None:
-        _absorb_output(facts, parse_messages(data), opts, fallback=facts.role == "agent")
+        _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=facts.role == "agent")
 
 
 agent_input_messages = genai_input_messages
@@ -138,7 +127,7 @@ def agent_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) ->
     """Output messages of an agent span: the answer, and requested calls used only as a fallback."""
     data = _json(facts, value, "output messages")
     if data is not None:
-        _absorb_output(facts, parse_messages(data), opts, fallback=True)
+        _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=True)
 
 
 def _definition(item: Any) -> ToolDefinition | None:
@@ -201,7 +190,7 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
         elif isinstance(body, Mapping) and isinstance(body.get("message"), Mapping) and body.get("tool_calls"):
             # OpenLLMetry puts tool_calls beside the message, not inside it
             body = {"message": {"role": "assistant", **body["message"], "tool_calls": body["tool_calls"]}}
-        _absorb_output(facts, parse_messages(body), opts, fallback=False)
+        _absorb_output(facts, parse_messages(body, opts.max_calls_per_run), opts, fallback=False)
         return
     if not isinstance(body, Mapping):
         body = {"content": body} if isinstance(body, str) else {}
@@ -211,7 +200,7 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     message = {"role": body.get("role", role), **body}
     if role == "tool" and "tool_call_id" not in message:
         message["tool_call_id"] = body.get("id")
-    _absorb_history(facts, parse_messages(message), opts)
+    _absorb_history(facts, parse_messages(message, opts.max_calls_per_run), opts)
 
 
 # -- OpenInference --------------------------------------------------------------------------------
@@ -269,16 +258,16 @@ def openinference_flat(facts: SpanFacts, attrs: Mapping[str, Any], opts: Extract
         elif m := _OI_TOOL.match(key):
             tools.setdefault(int(m.group(1)), {})[m.group(2)] = val
     if inputs:
-        _absorb_history(facts, parse_messages(_oi_messages(inputs)), opts)
+        _absorb_history(facts, parse_messages(_oi_messages(inputs), opts.max_calls_per_run), opts)
     if outputs:
-        _absorb_output(facts, parse_messages(_oi_messages(outputs)), opts, fallback=facts.role == "agent")
+        _absorb_output(facts, parse_messages(_oi_messages(outputs), opts.max_calls_per_run), opts, fallback=facts.role == "agent")
     if tools:
         _add_definitions(facts, (t.get("json_schema", t.get("name")) for _, t in sorted(tools.items())))
     fc = attrs.get("llm.function_call")
     if fc and not facts.requested and not outputs:
         data = _json(facts, fc, "llm.function_call")
         if isinstance(data, Mapping) and data.get("name"):
-            _absorb_output(facts, parse_messages({"role": "assistant", "tool_calls": [{"function": data}]}), opts, fallback=False)
+            _absorb_output(facts, parse_messages({"role": "assistant", "tool_calls": [{"function": data}]}, opts.max_calls_per_run), opts, fallback=False)
 
 
 def maybe_json_string(text: str) -> str:
@@ -295,7 +284,7 @@ def _io_text(value: Any, role: str) -> str | None:
         data = maybe_json_string(data)  # OpenLLMetry's entity output: a JSON-encoded string
     if isinstance(data, str):
         return data or None
-    pm = parse_messages(data)
+    pm = parse_messages(data, 0)  # texts only: no call is kept
     texts = pm.user_texts if role == "user" else pm.assistant_texts
     if texts:
         return texts[-1]
@@ -365,9 +354,9 @@ def traceloop_indexed(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractO
         return out
 
     if prompt:
-        _absorb_history(facts, parse_messages(messages(prompt)), opts)
+        _absorb_history(facts, parse_messages(messages(prompt), opts.max_calls_per_run), opts)
     if completion:
-        _absorb_output(facts, parse_messages(messages(completion)), opts, fallback=facts.role == "agent")
+        _absorb_output(facts, parse_messages(messages(completion), opts.max_calls_per_run), opts, fallback=facts.role == "agent")
     if funcs:
         _add_definitions(facts, (f for _, f in sorted(funcs.items())))
 
@@ -399,7 +388,7 @@ def vercel_prompt(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
             facts.user_query = data["prompt"]
         return
     if data is not None:
-        _absorb_history(facts, parse_messages(data), opts)
+        _absorb_history(facts, parse_messages(data, opts.max_calls_per_run), opts)
 
 
 def vercel_prompt_tools(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
@@ -415,7 +404,7 @@ def vercel_response_toolcalls(facts: SpanFacts, value: Any, opts: ExtractOptions
     if isinstance(data, list):
         entries = [{**e, "type": "tool_call"} for e in data if isinstance(e, Mapping)]
         _absorb_output(
-            facts, parse_messages({"role": "assistant", "parts": entries}), opts, fallback=facts.role == "agent"
+            facts, parse_messages({"role": "assistant", "parts": entries}, opts.max_calls_per_run), opts, fallback=facts.role == "agent"
         )
 
 
@@ -426,7 +415,7 @@ def pydantic_all_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) ->
     data = _json(facts, value, "pydantic_ai.all_messages")
     if data is None:
         return
-    pm = parse_messages(data)
+    pm = parse_messages(data, opts.max_calls_per_run)
     cut = pm.first_call_after_last_user
     for raw in pm.calls[:cut]:
         if raw.call_id:
@@ -446,7 +435,7 @@ def adk_llm_request(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gcp.vertex.agent.llm_request")
     if not isinstance(data, Mapping):
         return
-    _absorb_history(facts, parse_messages(data), opts)
+    _absorb_history(facts, parse_messages(data, opts.max_calls_per_run), opts)
     config = data.get("config")
     if isinstance(config, Mapping) and isinstance(config.get("tools"), list):
         decls: list[Any] = []
@@ -460,7 +449,7 @@ def adk_llm_request(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
 def adk_llm_response(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gcp.vertex.agent.llm_response")
     if isinstance(data, Mapping):
-        _absorb_output(facts, parse_messages(data), opts, fallback=False)
+        _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=False)
 
 
 # -- Mastra OTel exporter ------------------------------------------------------------------------------
@@ -471,7 +460,7 @@ def mastra_step_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> No
     if isinstance(data, Mapping):
         calls = [c for c in data.get("toolCalls") or () if isinstance(c, Mapping)]
         text = data.get("text") if isinstance(data.get("text"), str) else ""
-        _absorb_output(facts, parse_messages({"role": "assistant", "content": text, "tool_calls": calls}), opts,
+        _absorb_output(facts, parse_messages({"role": "assistant", "content": text, "tool_calls": calls}, opts.max_calls_per_run), opts,
                        fallback=False)
 
 
@@ -490,7 +479,7 @@ def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOption
     data = maybe_json(value)
     if not isinstance(data, (Mapping, list)):
         return
-    pm = parse_messages(data)
+    pm = parse_messages(data, opts.max_calls_per_run)
     if not pm.calls:
         return
     if not facts.requested:

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import ToolCall, ToolDefinition
-from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, truncate, truncate_value
+from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "SpanFacts", "root_attributes"]
+__all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +80,47 @@ def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+class Requested:
+    """A call the model requested (read from its output), kept light until assembly: most are
+    matched to the executed call's span and never become a :class:`ToolCall` of their own."""
+
+    __slots__ = (
+        "arguments", "call_id", "error_type", "invocation_index", "kind", "name", "result", "span_id",
+        "start_time_unix_nano", "status",
+    )
+
+    def __init__(
+        self, name: str, call_id: str | None, arguments: Any, kind: str, span_id: str, start: int | None, index: int
+    ) -> None:
+        self.name = name
+        self.call_id = call_id
+        self.arguments = arguments
+        self.result: Any = None
+        self.status = "ok"
+        self.error_type: str | None = None
+        self.kind = kind
+        self.span_id: str | None = span_id
+        self.start_time_unix_nano = start
+        self.invocation_index = index
+
+    def to_call(self) -> ToolCall:
+        return ToolCall(
+            name=self.name,
+            call_id=self.call_id,
+            arguments=self.arguments,
+            result=self.result,
+            status="error" if self.status == "error" else "ok",
+            error_type=self.error_type,
+            kind="framework" if self.kind == "framework" else "tool",
+            source="requested",
+            span_id=self.span_id,
+            start_time_unix_nano=self.start_time_unix_nano,
+            end_time_unix_nano=None,
+            message_index=None,
+            invocation_index=self.invocation_index,
+        )
+
+
 #: A deferred parser: fills content fields of ``facts`` from one raw value.
 Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
 
@@ -128,9 +169,9 @@ class SpanFacts:
     deferred: list[tuple[Deferred, Any]] = field(default_factory=list)
     # -- filled by materialize() --------------------------------------------------------------
     call: ToolCall | None = None
-    requested: list[ToolCall] = field(default_factory=list)
+    requested: list[Requested] = field(default_factory=list)
     #: requested calls that come from a whole-conversation dump (used only when no model span has any)
-    requested_fallback: list[ToolCall] = field(default_factory=list)
+    requested_fallback: list[Requested] = field(default_factory=list)
     history_ids: set[str] = field(default_factory=set)
     #: the model call's input messages were recorded (even if content is then dropped)
     saw_input: bool = False
@@ -144,6 +185,8 @@ class SpanFacts:
     final_output: str | None = None
     tools: list[ToolDefinition] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: tool calls in this span's messages past ``max_calls_per_run`` (never built; counted by the caller)
+    dropped_calls: int = 0
     materialized: bool = False
 
     def defer(self, parser: Deferred, value: Any) -> None:
@@ -167,7 +210,7 @@ class SpanFacts:
         self.materialized = True
         for parser, value in self.deferred:
             try:
-                parser(self, value, opts)
+                parser(self, plain(value), opts)  # live values arrive as tuples / read-only mappings
             except Exception as exc:  # a reader bug or an odd shape must not lose the rest of the run
                 self.problems.append(f"span {self.span_id}: {parser.__name__} failed: {type(exc).__name__}: {exc}")
         self.deferred = []
@@ -205,6 +248,7 @@ class SpanFacts:
     def _content(self, value: Any, opts: ExtractOptions, what: str) -> Any:
         if value is None or not opts.capture_content or (isinstance(value, str) and value in REDACTION_MARKERS):
             return None
+        value = plain(value)
         if isinstance(value, str):
             parsed = maybe_json(value)
             if parsed is value and value[:1] in ("{", "[") and isinstance(load_json(value), Bad):

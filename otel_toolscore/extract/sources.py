@@ -176,14 +176,14 @@ def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[Agen
                 results: dict[str, tuple[Any, str | None]] = {}
                 for f in facts:
                     results.update(f.results)
-                for call in requested_calls(holder, replayed, options):
-                    call.span_id = None
-                    res = results.get(call.call_id or "")
+                for req in requested_calls(holder, replayed, options):
+                    req.span_id = None
+                    res = results.get(req.call_id or "")
                     if res is not None:
-                        call.result = res[0] if options.capture_content else None
+                        req.result = res[0] if options.capture_content else None
                         if res[1]:
-                            call.status, call.error_type = "error", res[1]
-                    earlier.tool_calls.append(call)
+                            req.status, req.error_type = "error", res[1]
+                    earlier.tool_calls.append(req.to_call())
                 requested = {c.call_id for c in earlier.tool_calls if c.call_id}
             earlier.tool_calls.extend(c for c in run.tool_calls if not c.call_id or c.call_id not in requested)
             earlier.final_output = run.final_output or earlier.final_output

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 __all__ = [
     "Bad",
     "ParsedMessages",
@@ -24,6 +26,7 @@ __all__ = [
     "error_type_of_text",
     "load_json",
     "parse_messages",
+    "plain",
     "text_of",
     "truncate",
     "truncate_value",
@@ -49,6 +52,28 @@ class Bad:
         self.error = error
 
 
+_MAX_DEPTH = 64
+
+
+def plain(value: Any, _depth: int = 0) -> Any:
+    """``value`` with every sequence a list and every mapping a dict (strings untouched).
+
+    The live SDK hands attribute arrays as tuples, log bodies as nested tuples and mappings as
+    ``BoundedAttributes``/``MappingProxyType``; decoded OTLP gives lists and dicts. The readers see
+    one shape: this is applied once, where raw values meet the parsers. Nesting deeper than 64
+    levels is cut (``None``): no real message is that deep, and recursion must stay bounded.
+    """
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if _depth >= _MAX_DEPTH:
+        return None
+    if isinstance(value, (tuple, list)):
+        return [plain(v, _depth + 1) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, _depth + 1) for k, v in value.items()}
+    return value
+
+
 def load_json(value: Any) -> Any:
     """Parse a JSON string; anything else is returned as is. Bad JSON gives a :class:`Bad`."""
     if isinstance(value, (bytes, bytearray)):
@@ -60,6 +85,10 @@ def load_json(value: Any) -> Any:
         return value
     if value in REDACTION_MARKERS:
         return None
+    try:
+        return orjson.loads(value)
+    except (orjson.JSONDecodeError, TypeError):
+        pass  # NaN/Infinity, integers past 64 bits, lone surrogates, deep nesting: the stdlib decides
     try:
         return json.loads(value)
     except (ValueError, RecursionError) as exc:
@@ -188,6 +217,23 @@ class ParsedMessages:
     system_texts: list[str]
     #: index into ``calls`` of the first call after the last user message (for all-message dumps)
     first_call_after_last_user: int = 0
+    #: calls not kept (past the cap)
+    dropped_calls: int = 0
+
+
+class _CappedCalls(list[RawCall]):
+    """The calls of one parse, refusing (and counting) every call past the cap."""
+
+    def __init__(self, cap: int, owner: ParsedMessages) -> None:
+        super().__init__()
+        self._cap = cap
+        self._owner = owner
+
+    def append(self, call: RawCall) -> None:
+        if len(self) < self._cap:
+            super().append(call)
+        else:
+            self._owner.dropped_calls += 1
 
 
 def _call_from(entry: Mapping[str, Any]) -> RawCall | None:
@@ -308,9 +354,15 @@ def iter_messages(data: Any) -> Iterator[Mapping[str, Any]]:
                 yield from iter_messages(item)
 
 
-def parse_messages(data: Any) -> ParsedMessages:
-    """Read calls, result ids and texts from any supported message shape (see the module docstring)."""
+def parse_messages(data: Any, max_calls: int | None = None) -> ParsedMessages:
+    """Read calls, result ids and texts from any supported message shape (see the module docstring).
+
+    At most ``max_calls`` calls are kept (``dropped_calls`` counts the rest): a message with 100,000
+    tool calls costs one pass over the parsed JSON, not 100,000 call objects.
+    """
     out = ParsedMessages([], [], {}, [], [], [])
+    if max_calls is not None:
+        out.calls = _CappedCalls(max_calls, out)
     for message in iter_messages(data):
         role = str(message.get("role") or message.get("type") or "")
         texts: list[str] = []

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+import re2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..model import AgentRun
@@ -71,10 +72,7 @@ class Expectation(BaseModel):
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"query_regex does not compile: {exc}") from None
+            _linear_regex(value)
         return value
 
     @model_validator(mode="after")
@@ -104,8 +102,8 @@ class Expectation(BaseModel):
         )
 
     @cached_property
-    def _regex(self) -> re.Pattern[str] | None:
-        return re.compile(self.query_regex) if self.query_regex else None
+    def _regex(self) -> Any:
+        return _linear_regex(self.query_regex) if self.query_regex else None
 
     @property
     def has_criteria(self) -> bool:
@@ -117,6 +115,28 @@ class Expectation(BaseModel):
         if self._regex is not None and (run.user_query is None or not self._regex.search(run.user_query)):
             return False
         return all(run.attributes.get(k) == v for k, v in self.attributes.items())
+
+
+def _linear_regex(pattern: str) -> Any:
+    """``pattern`` compiled by RE2, whose matching time is linear in the text: a rule's regex can
+    never stall the pipeline (``(a+)+$`` takes microseconds). A pattern RE2 cannot run in linear time
+    (backreferences, look-around) is refused here, when the rules are loaded, with the reason."""
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        try:
+            re.compile(pattern)
+        except re.error as py_exc:
+            raise ValueError(f"query_regex does not compile: {py_exc}") from None
+        raise ValueError(
+            f"query_regex {pattern!r} cannot be matched in linear time ({reason}); backreferences and "
+            "look-around are not supported"
+        ) from None
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the error is reported once, naming the rule
 
 
 # -- per-request expectations (context) ------------------------------------------------------------

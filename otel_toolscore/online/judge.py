@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -43,7 +43,7 @@ from .judge_settings import JudgeSettings, load_tools_file
 from .sampler import JudgeSampler, Reservation
 
 if TYPE_CHECKING:
-    from .processor import ScoredRun
+    from .live import ScoredRun
 
 __all__ = ["Judge", "JudgeStats", "judge_from_env"]
 
@@ -209,8 +209,13 @@ class Judge:
         self._output_estimate = self._output_bound or _DEFAULT_OUTPUT_ESTIMATE
 
     # -- wiring -------------------------------------------------------------------------------------
-    def bind(self, emitter: Emitter) -> None:
-        """Called by the processor with its emitter; starts the workers. A judge serves one processor."""
+    def bind(self, emitter: Emitter, before_flush: Callable[[], None] | None = None) -> None:
+        """Called by the processor with its emitter; starts the workers. A judge serves one processor.
+
+        ``before_flush``: the processor's way to hand over the runs it has queued but not yet scored,
+        called at the start of every :meth:`force_flush`.
+        """
+        self._before_flush = before_flush
         with self._lock:
             if self._emitter is emitter:
                 return
@@ -492,6 +497,12 @@ class Judge:
     def force_flush(self, timeout_seconds: float = 30.0) -> bool:
         """Wait until every queued run is judged or skipped, up to ``timeout_seconds``."""
         deadline = time.monotonic() + max(0.0, timeout_seconds)
+        before = getattr(self, "_before_flush", None)
+        if before is not None:
+            try:
+                before()
+            except Exception:
+                _log.debug("otel-toolscore judge pre-flush failed", exc_info=True)
         done = self._wait_idle(deadline)
         self._drain_signals()
         return done

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..telemetry import names
 
 if TYPE_CHECKING:
-    from .processor import ScoredRun
+    from .live import ScoredRun
 
 __all__ = [
     "JudgeSampler",

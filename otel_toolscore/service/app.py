@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     from ..online.expectations import Expectation
-    from ..online.processor import ScoredRun
+    from ..online.live import ScoredRun
 
 __all__ = ["IntakeResult", "ScoringService"]
 
