@@ -19,7 +19,6 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFl
 
 from otel_toolscore import Expectation, expect
 from otel_toolscore.scripted import run_scripted_agent
-
 from tests.test_processor import Pipeline, make_pipeline
 
 
