@@ -2,7 +2,7 @@
 
 Usage (in the venv described in README.md)::
 
-    python tests/corpus/crewai/generate.py [mode ...]
+    python tests/corpus/crewai/generate.py [mode ...] [scenario ...]
 
 Modes (each in its own child process, because instrumentation is process-wide):
 
@@ -53,7 +53,7 @@ def run(agent: str, query: str, answer: str, tools: list[str], calls: list[dict[
             "available_tools": tools, "tool_calls": calls}
 
 
-def record(mode: str) -> None:
+def record(mode: str, chosen: list[str]) -> None:
     from _fake_openai import FakeOpenAI, Reply, reply, text, tool_call
     from _record import Recorder
 
@@ -83,10 +83,12 @@ def record(mode: str) -> None:
             return Agent(role=role, goal="Answer the user's request accurately.",
                          backstory="You are careful and brief.", tools=tools, llm=self.llm, verbose=False, **kw)
 
-        def go(self, agent: Any, query: str, script: list[Reply], *, agents: list[Any] | None = None) -> str:
+        def go(self, agent: Any, query: str, script: list[Reply], *, agents: list[Any] | None = None,
+               more_tasks: tuple[tuple[Any, str], ...] = ()) -> str:
             self.fake.push(*script)
-            task = Task(description=query, expected_output="A short answer.", agent=agent)
-            crew = Crew(agents=agents or [agent], tasks=[task], process=Process.sequential, verbose=False)
+            tasks = [Task(description=q, expected_output="A short answer.", agent=a)
+                     for a, q in ((agent, query), *more_tasks)]
+            crew = Crew(agents=agents or [agent], tasks=tasks, process=Process.sequential, verbose=False)
             out = crew.kickoff()
             assert self.fake.pending == 0, f"script not consumed ({self.fake.pending} left)"
             return str(out.raw)
@@ -157,11 +159,27 @@ def record(mode: str) -> None:
                 "Weather reporter with delegate_work_to_coworker; the coworker's task (its description is "
                 "the delegated `task`, the `context` is appended by CrewAI) runs inside that tool call.")
 
+        def two_tasks(self) -> tuple[list[dict[str, Any]], str]:
+            reporter = self.agent("Weather reporter", [get_weather])
+            writer = self.agent("Postcard writer", [])
+            q1, a1 = "What is the weather in Paris?", "It is 18C and cloudy in Paris."
+            q2, a2 = "Write a one-line postcard from Paris.", "Greetings from a cloudy, mild Paris!"
+            out = self.go(reporter, q1, [reply(tool_call("get_weather", city="Paris", call_id="call_w1")),
+                                         text(a1), text(a2)],
+                          agents=[reporter, writer], more_tasks=((writer, q2),))
+            assert out == a2, out
+            return [run("Weather reporter", q1, a1, ["get_weather"], [call("get_weather", {"city": "Paris"}, "call_w1")]),
+                    run("Postcard writer", q2, a2, [], [])], (
+                "One crew, two sequential tasks by two agents: the second task gets the first one's output as "
+                "context (CrewAI appends it to the prompt). Two runs side by side, neither nested in the other.")
+
     scenarios: dict[str, Callable[[Scenarios], tuple[list[dict[str, Any]], str]]] = {
         n: f for n, f in vars(Scenarios).items() if callable(f) and n not in ("agent", "go") and not n.startswith("_")
     }
     versions = {p: version(p) for p in VERSIONED}
     for name, fn in scenarios.items():
+        if chosen and name not in chosen:
+            continue
         with FakeOpenAI() as fake:
             runs, notes = fn(Scenarios(fake))
         stem = HERE / f"{mode}_{name}"
@@ -172,15 +190,15 @@ def record(mode: str) -> None:
         print(stem.name, [p.name for p in written])
 
 
-def main(modes: list[str]) -> None:
-    if len(modes) == 2 and modes[0] == "--child":
-        record(modes[1])
+def main(args: list[str]) -> None:
+    if args[:1] == ["--child"]:
+        record(args[1], args[2:])
         return
+    modes = [a for a in args if a in MODES]
+    scenarios = [a for a in args if a not in MODES]
     for mode in modes or list(MODES):
-        if mode not in MODES:
-            raise SystemExit(f"unknown mode {mode!r}; choose from {sorted(MODES)}")
-        subprocess.run([sys.executable, __file__, "--child", mode], check=True, stdin=subprocess.DEVNULL,
-                       env={**os.environ, **QUIET_ENV})
+        subprocess.run([sys.executable, __file__, "--child", mode, *scenarios], check=True,
+                       stdin=subprocess.DEVNULL, env={**os.environ, **QUIET_ENV})
 
 
 if __name__ == "__main__":
