@@ -17,6 +17,11 @@ Compared as follows:
 ``TRUTH_NOT_IN_TRACE`` lists truth values the recording's own README says appear nowhere in the trace;
 for those the test asserts what the trace does carry (nothing invented) and the discrepancy is
 reported to the corpus author, not hidden.
+
+``PENDING_ISSUE_12`` lists checks today's extraction does not yet meet on the smolagents, LlamaIndex and
+CrewAI recordings (issue 12). Such a file's test is an expected failure naming exactly those checks;
+all its other checks still run and must pass, and a listed check that starts passing fails the test
+(strict), so the entry must then be removed.
 """
 
 from __future__ import annotations
@@ -81,6 +86,72 @@ SPLIT_ACROSS_TRACES: list[tuple[str, str]] = [
 ]
 
 
+#: Issue 12 (fidelity on real frameworks): checks that today's extraction does not yet meet on the
+#: smolagents / LlamaIndex / CrewAI recordings. (file pattern, run index or None for every run, field,
+#: what extraction gives today, what the truth says.) Fields: ``runs`` (how the file splits into runs),
+#: ``agent_name``, ``parent_agent``, ``user_query``, ``final_output``, ``available_tools``, ``tool_calls``
+#: (names in order) and ``tool_calls.{status,kind,call_id,arguments}``. The file's test is an expected
+#: failure naming them; every other field of the file is still asserted, and an entry whose check
+#: passes fails the test (strict), so the list only shrinks.
+PENDING_ISSUE_12: list[tuple[str, int | None, str, str, str]] = [
+    # smolagents under OpenInference (smolagents/README.md)
+    ("smolagents/*", None, "agent_name", "'<name>.run' (the AGENT span's name)",
+     "the agent's `name` (e.g. 'weather_agent'); only the span name `<name>.run` carries it"),
+    ("smolagents/*", None, "user_query", "'New task:\\n<task>' (the LLM's user message)",
+     "the task given to run(): the AGENT span's input.value {\"task\": ...}"),
+    ("smolagents/*", None, "tool_calls.arguments",
+     "the Tool.__call__ wrapper {'args': [...], 'sanitize_inputs_outputs': ..., 'kwargs': {...}}",
+     "the tool's arguments (`kwargs`; a CodeAgent's positional final_answer(x) is {'answer': x})"),
+    ("smolagents/code_*", 0, "available_tools", "[] (a CodeAgent sends no `tools` to the model: no llm.tools)",
+     "the agent's tools, in `smolagents.tools_names` on the AGENT span"),
+    ("smolagents/toolcalling_managed_agent.truth.json", 0, "available_tools",
+     "['final_answer'] (llm.tools leaves out managed agents)",
+     "['final_answer', 'weather_agent'] (`smolagents.managed_agents.0.name` on the AGENT span)"),
+    ("smolagents/toolcalling_managed_agent.truth.json", 0, "tool_calls.status",
+     "weather_agent call 'error' (no TOOL span: a managed agent runs through MultiStepAgent.__call__)",
+     "'ok' (the nested weather_agent.run span, status OK, is the call's execution)"),
+    ("smolagents/toolcalling_managed_agent.truth.json", 1, "parent_agent",
+     "None (weather_agent.run sits under the manager's `Step 1` CHAIN span, beside the LLM span)",
+     "'manager_agent'"),
+    # LlamaIndex agents under OpenInference (llama_index/README.md)
+    ("llama_index/*", None, "agent_name", "'FunctionAgent.run' / 'AgentWorkflow.run' (the root CHAIN span's name)",
+     "the agent's `name`, recorded only inside repr text (current_agent_name='...')"),
+    ("llama_index/function_agent_*", None, "final_output", "the root's output.value, a StopEvent(result=AgentOutput(...)) repr",
+     "the answer text (also llm.output_messages.0.message.content of the last LLM span)"),
+    ("llama_index/function_agent_*", None, "tool_calls.arguments", "{'kwargs': {...}} (TOOL span input.value)",
+     "the `kwargs` object itself"),
+    ("llama_index/function_agent_agent_as_tool.truth.json", 1, "parent_agent", "'FunctionAgent.run'",
+     "'orchestrator' (same run, named as the user named it)"),
+    ("llama_index/agent_workflow_handoff.truth.json", None, "runs",
+     "one run 'AgentWorkflow.run' with handoff[tool] and get_weather (no span per agent)",
+     "two runs: triage_agent (handoff, kind framework), weather_agent (get_weather)"),
+    # CrewAI under OpenInference, without (openinference_*) and with (openinference_openai_*) LLM spans
+    ("crewai/*", None, "agent_name", "'<role>._execute_core' (the AGENT span's name)",
+     "the agent's role, also in the AGENT span's `graph.node.id`"),
+    ("crewai/*", None, "user_query",
+     "None without LLM spans; with them, the LLM's user message 'Current Task: <description>\\n\\nThis is the "
+     "expected criteria ...'",
+     "the task description (kickoff span `crew_tasks[].description`, AGENT span output.value `description`)"),
+    ("crewai/openinference_[!o]*", None, "available_tools", "[] (no LLM spans, so no llm.tools)",
+     "the agent's tools: `tools_names` in the kickoff span's `crew_agents` / `crew_tasks`"),
+    ("crewai/openinference_[!o]*", None, "tool_calls.call_id", "None (TOOL spans carry no id)",
+     "the model's call ids, in the AGENT span's output.value `messages` (assistant tool_calls)"),
+    ("crewai/openinference_two_tasks.truth.json", 1, "final_output",
+     "None for the second task's agent (the first one's answer is found)",
+     "'Greetings from a cloudy, mild Paris!' (its AGENT span's output.value `raw`)"),
+    ("crewai/openinference*_delegation.truth.json", None, "runs",
+     "one run 'Trip planner._execute_core' that also holds the coworker's get_weather (the delegated work "
+     "gets no AGENT span: it runs inside the TOOL span `Delegate work to coworker.run`)",
+     "two runs: Trip planner (delegate_work_to_coworker), Weather reporter (get_weather) nested in it"),
+    ("crewai/openinference_delegation.truth.json", None, "tool_calls",
+     "'Delegate work to coworker' (the TOOL span's tool.name, the tool's display name)",
+     "'delegate_work_to_coworker' (the name the model called)"),
+    ("crewai/openinference_openai_delegation.truth.json", None, "tool_calls",
+     "delegate_work_to_coworker twice: the model's call and the TOOL span 'Delegate work to coworker' are not merged",
+     "one delegate_work_to_coworker call"),
+]
+
+
 def _supported(rel: str, n: int, want: dict[str, Any]) -> dict[str, Any]:
     want = dict(want)
     for pattern, index, field, value, _why in TRUTH_NOT_IN_TRACE:
@@ -114,6 +185,55 @@ def _describe(run: AgentRun) -> str:
     return f"{run.agent_name!r} parent={run.parent_run_id} calls=({calls})"
 
 
+Mismatch = tuple[int | None, str, str]  # (run index or None for the file, field, what differs)
+
+
+def _run_mismatches(n: int, want: dict[str, Any], got: AgentRun, names_by_id: dict[str, str | None],
+                    content: bool, judged: set[tuple[int | None, str]]) -> list[Mismatch]:
+    """What differs between one expected and one extracted run; ``judged`` collects (run, field) compared."""
+    out: list[Mismatch] = []
+
+    def check(field: str, ok: bool, detail: str) -> None:
+        judged.add((n, field))
+        if not ok:
+            out.append((n, field, detail))
+
+    if "agent_name" in want:
+        check("agent_name", got.agent_name == want["agent_name"], f"{got.agent_name!r} != {want['agent_name']!r}")
+    if "parent_agent" in want:
+        parent = names_by_id.get(got.parent_run_id) if got.parent_run_id else None
+        check("parent_agent", parent == want["parent_agent"], f"{parent!r} != {want['parent_agent']!r}")
+    calls = got.tool_calls
+    want_calls = want.get("tool_calls", [])
+    same_names = [c.name for c in calls] == [c["name"] for c in want_calls]
+    check("tool_calls", same_names, _describe(got) + f" != {[c['name'] for c in want_calls]}")
+    if same_names:
+        for i, (wc, gc) in enumerate(zip(want_calls, calls, strict=True)):
+            at = f"call {i} {wc['name']}"
+            if "status" in wc:
+                check("tool_calls.status", gc.status == wc["status"], f"{at}: {gc.status!r} != {wc['status']!r}")
+            if "kind" in wc:
+                check("tool_calls.kind", gc.kind == wc["kind"], f"{at}: {gc.kind!r} != {wc['kind']!r}")
+            if wc.get("call_id") is not None:
+                check("tool_calls.call_id", gc.call_id == wc["call_id"], f"{at}: {gc.call_id!r} != {wc['call_id']!r}")
+            if content and "arguments" in wc:
+                check("tool_calls.arguments", _args_equal(wc["arguments"], gc.arguments),
+                      f"{at}: {gc.arguments!r} != {wc['arguments']!r}")
+    if content:
+        for field in ("user_query", "final_output"):
+            if want.get(field) is not None:
+                check(field, getattr(got, field) == want[field], f"{getattr(got, field)!r:.200} != {want[field]!r:.200}")
+        if "available_tools" in want:
+            have = sorted(t.name for t in got.available_tools)
+            check("available_tools", have == sorted(want["available_tools"]), f"{have} != {sorted(want['available_tools'])}")
+    return out
+
+
+def _pending(rel: str) -> list[tuple[int | None, str, str, str]]:
+    return [(index, field, today, truth) for pattern, index, field, today, truth in PENDING_ISSUE_12
+            if fnmatch.fnmatch(rel, pattern)]
+
+
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=[str(p.relative_to(CORPUS)) for p in TRUTHS])
 def test_corpus_file_extracts_to_truth(truth_path: Path) -> None:
     truth = json.loads(truth_path.read_text())
@@ -128,34 +248,34 @@ def test_corpus_file_extracts_to_truth(truth_path: Path) -> None:
         assert report.traces == len(runs), split  # one run per model-call trace, nothing merged by guess
         assert all(not r.tool_calls for r in runs), "calls were claimed without anything linking them"
         return
-    assert len(runs) == len(expected_runs), "runs: " + "; ".join(_describe(r) for r in runs)
-    content = truth.get("content_capture", True) is not False
-    names_by_id = {r.run_id: r.agent_name for r in runs}
-    for n, (want, got) in enumerate(zip(expected_runs, runs, strict=True)):
-        where = f"run {n} ({want.get('agent_name')})"
-        want = _supported(rel, n, want)
-        if "agent_name" in want:
-            assert got.agent_name == want["agent_name"], where
-        if "parent_agent" in want:
-            parent = names_by_id.get(got.parent_run_id) if got.parent_run_id else None
-            assert parent == want["parent_agent"], f"{where}: parent"
-        calls = got.tool_calls
-        want_calls = want.get("tool_calls", [])
-        assert [c.name for c in calls] == [c["name"] for c in want_calls], f"{where}: {_describe(got)}"
-        for i, (wc, gc) in enumerate(zip(want_calls, calls, strict=True)):
-            at = f"{where} call {i} {wc['name']}"
-            if "status" in wc:
-                assert gc.status == wc["status"], at
-            if "kind" in wc:
-                assert gc.kind == wc["kind"], at
-            if wc.get("call_id") is not None:
-                assert gc.call_id == wc["call_id"], at
-            if content and "arguments" in wc:
-                assert _args_equal(wc["arguments"], gc.arguments), f"{at}: arguments {gc.arguments!r}"
-        if content:
-            if want.get("user_query") is not None:
-                assert got.user_query == want["user_query"], f"{where}: user_query"
-            if want.get("final_output") is not None:
-                assert got.final_output == want["final_output"], f"{where}: final_output"
-            if "available_tools" in want:
-                assert sorted(t.name for t in got.available_tools) == sorted(want["available_tools"]), where
+    pending = _pending(rel)
+    mismatches: list[Mismatch] = []
+    judged: set[tuple[int | None, str]] = {(None, "runs"), (None, "tool_calls")}
+    if len(runs) != len(expected_runs):
+        mismatches.append((None, "runs", "; ".join(_describe(r) for r in runs)))
+        # the runs are cut differently, but the calls the agents made must all be there, once each
+        got_names = sorted(c.name for r in runs for c in r.tool_calls)
+        want_names = sorted(c["name"] for w in expected_runs for c in w.get("tool_calls", []))
+        if got_names != want_names:
+            mismatches.append((None, "tool_calls", f"calls of all runs {got_names} != {want_names}"))
+    else:
+        content = truth.get("content_capture", True) is not False
+        names_by_id = {r.run_id: r.agent_name for r in runs}
+        for n, (want, got) in enumerate(zip(expected_runs, runs, strict=True)):
+            mismatches += _run_mismatches(n, _supported(rel, n, want), got, names_by_id, content, judged)
+
+    def covered(m: Mismatch) -> bool:
+        return any(field == m[1] and index in (None, m[0]) for index, field, _, _ in pending)
+
+    unexpected = [m for m in mismatches if not covered(m)]
+    assert not unexpected, "\n".join(f"run {n} {field}: {detail}" for n, field, detail in unexpected)
+    # strict: an entry whose check now passes must leave PENDING_ISSUE_12
+    # (only fields that were compared count: with the runs cut differently that is `runs` and `tool_calls`)
+    met = [(index, field) for index, field, _, _ in pending
+           if any(f == field and (index is None or n in (None, index)) for n, f in judged)
+           and not any(field == m[1] and index in (None, m[0]) for m in mismatches)]
+    assert not met, f"{rel}: now meets the truth, remove from PENDING_ISSUE_12: {met}"
+    if pending:
+        pytest.xfail("issue 12: " + "; ".join(
+            f"run {'*' if index is None else index} {field}: today {today}, truth {want}"
+            for index, field, today, want in pending))
