@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..config import ENV_PREFIX, SKIP, ConfigError, build_settings, read_env
+from ..files import read_config_text
+from ..scorers.llm import check_base_url
 
 __all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file"]
 
@@ -68,6 +70,11 @@ class JudgeSettings(BaseModel):
     carrier_span: bool = Field(True, description="Write the `evaluate tool_call_accuracy_llm` span.")
     max_span_evaluations: int = Field(32, ge=0, le=4096, description="Per-call verdicts written on the carrier span.")
 
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        return check_base_url(value) if value else value
+
     @classmethod
     def env_name(cls, field: str) -> str:
         return JUDGE_ENV_PREFIX + field.upper()
@@ -110,10 +117,7 @@ def _parse(name: str, raw: str) -> Any:
 def load_tools_file(path: str | Path) -> list[dict[str, Any]]:
     """A tool reference from a JSON or YAML file: a list of ``{name, description}`` (or a ``tools`` key)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read judge tools file {p}: {exc.strerror or exc}") from None
+    text = read_config_text(p, "judge tools file", error=ConfigError)
     try:
         if p.suffix.lower() in (".yaml", ".yml"):
             import yaml

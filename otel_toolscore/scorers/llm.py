@@ -60,6 +60,7 @@ __all__ = [
     "align_evaluations",
     "answer_schema_for",
     "build_judge_messages",
+    "check_base_url",
     "compute_score",
     "create_tool_call_accuracy_scorer_llm",
     "endpoint_output_mode",
@@ -77,6 +78,27 @@ DEFAULT_MAX_TEXT_CHARS = 4000
 DEFAULT_MAX_ARGUMENT_CHARS = 1000
 # The bad reply echoed back in a corrective retry is cut to this size (it costs prompt tokens).
 _MAX_ECHO_CHARS = 2000
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it is an ``http``/``https`` URL with a host (and a valid port), else ``ValueError``.
+
+    The ``openai`` client would accept anything and fail at the first judgment (``file://``, a typo);
+    this refuses such a value when the scorer or the judge settings are built.
+    """
+    from urllib.parse import urlsplit
+
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError as exc:
+        raise ValueError(f"judge base URL {url!r} is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"judge base URL {url!r} must start with http:// or https://")
+    if not parts.hostname or not port_ok or any(c.isspace() for c in text):
+        raise ValueError(f"judge base URL {url!r} has no valid host (expected e.g. http://127.0.0.1:8080/v1)")
+    return text
 
 
 # -- what the judge answers -----------------------------------------------------------------------
@@ -607,7 +629,7 @@ class ToolCallAccuracyLLMScorer:
             raise ValueError("model must be a non-empty model name")
         self.model = model.strip().removeprefix("openai/")
         self.available_tools = normalise_tools(available_tools)
-        self.base_url = base_url
+        self.base_url = check_base_url(base_url) if base_url else base_url
         self.timeout = timeout
         self.max_retries = max_retries
         self.include_arguments = include_arguments
