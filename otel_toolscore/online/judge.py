@@ -591,6 +591,7 @@ class Judge:
             api_key=api_key,
             timeout=settings.timeout_s,
             max_retries=settings.max_retries,
+            deadline_s=settings.deadline_s,
             include_arguments=settings.include_arguments,
             include_results=settings.include_results,
             redact=settings.redact,

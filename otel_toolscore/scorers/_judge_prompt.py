@@ -86,6 +86,7 @@ CORRECTION = (
 )
 
 NOT_CAPTURED = "(not captured)"
+NESTED_TOO_DEEPLY = "(value nested too deeply to show)"
 
 
 def neutralise(text: str) -> str:
@@ -110,8 +111,13 @@ def _as_text(value: Any) -> str:
         return value
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except RecursionError:
+        return NESTED_TOO_DEEPLY  # repr would recurse as deeply
     except (TypeError, ValueError):
-        return repr(value)
+        try:
+            return repr(value)
+        except RecursionError:
+            return NESTED_TOO_DEEPLY
 
 
 def format_run_data(
