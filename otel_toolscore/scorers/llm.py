@@ -908,18 +908,15 @@ class ToolCallAccuracyLLMScorer:
 
         async def drive() -> LLMScoreResult:
             protocol = self._protocol(run, str(client.base_url), tally)
-            request = next(protocol)
-            while True:
+            step: dict[str, Any] | LLMScoreResult = next(protocol)
+            while isinstance(step, dict):
                 outcome: Any
                 try:
-                    outcome = await client.chat.completions.create(**request)
+                    outcome = await client.chat.completions.create(**step)
                 except caught as exc:
                     outcome = exc
-                try:
-                    request = protocol.send(outcome)
-                except StopIteration as done:
-                    result: LLMScoreResult = done.value
-                    return result
+                step = _advance(protocol, outcome)
+            return step
 
         try:
             return await asyncio.wait_for(drive(), self.deadline_s)
@@ -939,21 +936,18 @@ class ToolCallAccuracyLLMScorer:
         deadline = time.monotonic() + self.deadline_s
         try:
             protocol = self._protocol(run, str(client.base_url), tally)
-            request = next(protocol)
-            while True:
+            step: dict[str, Any] | LLMScoreResult = next(protocol)
+            while isinstance(step, dict):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self._deadline_error(tally)
                 outcome: Any
                 try:
-                    outcome = client.chat.completions.create(**request, timeout=_bounded_timeout(client, remaining))
+                    outcome = client.chat.completions.create(**step, timeout=_bounded_timeout(client, remaining))
                 except caught as exc:
                     outcome = exc
-                try:
-                    request = protocol.send(outcome)
-                except StopIteration as done:
-                    result: LLMScoreResult = done.value
-                    return result
+                step = _advance(protocol, outcome)
+            return step
         except JudgeError:
             raise
         except Exception as exc:
@@ -1001,6 +995,15 @@ _BODY_ERRORS: tuple[type[Exception], ...] = (json.JSONDecodeError, UnicodeDecode
 def _unexpected(exc: BaseException, tally: _Tally) -> JudgeError:
     kind: JudgeErrorKind = "invalid_answer" if isinstance(exc, RecursionError) else "error"
     return JudgeError(kind, f"{type(exc).__name__}: {str(exc)[:500]}", usage=tally.usage())
+
+
+def _advance(protocol: _Protocol[LLMScoreResult], outcome: Any) -> dict[str, Any] | LLMScoreResult:
+    """Hand the protocol a response (or the client's exception): the next request, or the result."""
+    try:
+        return protocol.send(outcome)
+    except StopIteration as done:
+        result: LLMScoreResult = done.value
+        return result
 
 
 def _bounded_timeout(client: Any, remaining: float) -> Any:
