@@ -64,6 +64,17 @@ def test_random_bytes_name_the_file(tmp_path: Path, name: str, read: Callable[[P
 
 
 @pytest.mark.parametrize(("name", "read", "error", "role"), READERS, ids=IDS)
+def test_deeply_nested_content_names_the_file(tmp_path: Path, name: str, read: Callable[[Path], Any],
+                                              error: type[Exception], role: str) -> None:
+    path = tmp_path / name
+    depth = 100_000
+    path.write_text(("a = " if name.endswith(".toml") else "a: ") + "[" * depth + "]" * depth + "\n")
+    with pytest.raises(error) as info:
+        read(path)
+    assert str(path) in _one_line(info.value) and role in str(info.value)
+
+
+@pytest.mark.parametrize(("name", "read", "error", "role"), READERS, ids=IDS)
 def test_dev_zero_is_refused_at_once(name: str, read: Callable[[Path], Any], error: type[Exception], role: str) -> None:
     started = time.monotonic()
     with pytest.raises(error) as info:

@@ -401,3 +401,25 @@ def test_forged_delimiters_cannot_close_the_data_block(server: OpenAITestServer,
     if "\\u003c" not in forged:
         assert "\u2039/run_data\u203a" in text  # neutralised, not removed
     assert result.score == 0.0
+
+
+def test_the_io_loop_carries_the_callers_context() -> None:
+    # The judge's suppress-instrumentation keys are context variables set in the worker thread;
+    # they must hold inside the judgment that runs on the scorer's loop.
+    import contextvars
+
+    from otel_toolscore.scorers.llm import _IOLoop
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("judge_test_var", default="unset")
+
+    async def read() -> str:
+        return var.get()
+
+    loop = _IOLoop()
+    token = var.set("caller")
+    try:
+        assert loop.call(read, 5.0) == "caller"
+    finally:
+        var.reset(token)
+    assert loop.call(read, 5.0) == "unset"
+    loop.stop()

@@ -131,6 +131,8 @@ def _read_file(path: str | Path) -> dict[str, Any]:
         doc: Any = tomllib.loads(text) if p.suffix.lower() == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"config file {p}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {p}: nested too deeply to read") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):
