@@ -37,9 +37,10 @@ class JudgeSettings(BaseModel):
     api_key: SecretStr | None = Field(None, description="API key (default: `OPENAI_API_KEY`).")
     timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds per HTTP request.")
     max_retries: int = Field(2, ge=0, le=10, description="Retries of 408/409/429/5xx and connection errors.")
-    deadline_s: float = Field(
-        60.0, gt=0, le=3600,
-        description="Longest one judgment may take, all included (connect, send, full answers, retries); then `timeout`.",
+    deadline_s: float | None = Field(
+        None, gt=0, le=3600,
+        description="Longest one judgment may take, all included (connect, send, full answers, retries); "
+        "then `timeout`. Default: twice `timeout_s`.",
     )
     max_output_tokens: int | None = Field(
         None, ge=16, le=100_000, description="`max_tokens` sent with each request; also bounds budget reservations."

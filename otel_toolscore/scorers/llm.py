@@ -87,7 +87,8 @@ ToolSpec = ToolDefinition | Mapping[str, Any] | str
 
 DEFAULT_MAX_TEXT_CHARS = 4000
 DEFAULT_MAX_ARGUMENT_CHARS = 1000
-DEFAULT_DEADLINE_S = 60.0
+# The default deadline of a judgment, in request timeouts (2 x 30 s = 60 s by default).
+DEADLINE_TIMEOUTS = 2
 # A reported token count outside [0, this] for one request is not believed (the estimate is used).
 MAX_REPORTED_TOKENS = 10_000_000
 # The bad reply echoed back in a corrective retry is cut to this size (it costs prompt tokens).
@@ -668,7 +669,7 @@ class ToolCallAccuracyLLMScorer:
             by the ``openai`` client (exponential backoff, ``Retry-After`` honoured up to its cap).
         deadline_s: the longest one judgment may take, everything included (connect, send, every
             answer byte, retries, back-off, a corrective retry, the second request); past it the
-            judgment fails with ``JudgeError(kind="timeout")``.
+            judgment fails with ``JudgeError(kind="timeout")``. Default: twice ``timeout``.
         include_arguments / include_results: send call arguments / results to the judge (after
             ``redact`` and truncation to ``max_argument_chars``).
         redact: ``None``/``True`` built-in redactors, ``False`` none, or a callable / sequence of them.
@@ -686,7 +687,7 @@ class ToolCallAccuracyLLMScorer:
         client: OpenAI | AsyncOpenAI | None = None,
         timeout: float = 30.0,
         max_retries: int = 2,
-        deadline_s: float = DEFAULT_DEADLINE_S,
+        deadline_s: float | None = None,
         include_arguments: bool = False,
         include_results: bool = False,
         redact: bool | Redactor | Sequence[Redactor] | None = None,
@@ -700,6 +701,7 @@ class ToolCallAccuracyLLMScorer:
         self.model = model.strip().removeprefix("openai/")
         self.available_tools = normalise_tools(available_tools)
         self.base_url = check_base_url(base_url) if base_url else base_url
+        deadline_s = DEADLINE_TIMEOUTS * timeout if deadline_s is None else deadline_s
         if not deadline_s > 0:
             raise ValueError("deadline_s must be a positive number of seconds")
         self.timeout = timeout
@@ -1093,7 +1095,7 @@ def create_tool_call_accuracy_scorer_llm(
     client: OpenAI | AsyncOpenAI | None = None,
     timeout: float = 30.0,
     max_retries: int = 2,
-    deadline_s: float = DEFAULT_DEADLINE_S,
+    deadline_s: float | None = None,
     include_arguments: bool = False,
     redact: bool | Redactor | Sequence[Redactor] | None = None,
     separate_reason_call: bool = False,
