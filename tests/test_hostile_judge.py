@@ -439,3 +439,19 @@ def test_the_deadline_defaults_to_twice_the_request_timeout() -> None:
         judge = judge_from_env({**env, **extra})
         assert judge is not None and judge.scorer.deadline_s == expected
         judge.shutdown(0)
+
+
+@pytest.mark.parametrize("env", [{"OPENAI_BASE_URL": "file:///etc/passwd"}, {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}])
+def test_a_client_that_cannot_be_built_is_a_judge_error(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for key, value in env.items():
+        if value:
+            monkeypatch.setenv(key, value)
+        else:
+            monkeypatch.delenv(key, raising=False)
+    scorer = create_tool_call_accuracy_scorer_llm("m", TOOLS)
+    with pytest.raises(JudgeError) as info:
+        scorer.run(a_run("get_weather"))
+    assert info.value.kind == "error" and "cannot build the judge client" in info.value.message
+    with pytest.raises(JudgeError):
+        asyncio.run(scorer.arun(a_run("get_weather")))
+    scorer.close()

@@ -755,6 +755,8 @@ class ToolCallAccuracyLLMScorer:
     # -- clients --------------------------------------------------------------------------------------
     def _client_kwargs(self) -> dict[str, Any]:
         base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if base_url is not None and not self.base_url:
+            check_base_url(base_url)
         api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if api_key is None and base_url is not None:
             api_key = "unused"  # local OpenAI-compatible servers usually need no key; the client insists on one
@@ -887,13 +889,14 @@ class ToolCallAccuracyLLMScorer:
             return asyncio.run(self.arun(run))  # cannot be called from inside a running event loop
         if self._given == "sync":
             return self._run_given_sync(run)
-        return self._io.call(lambda: self._judge_async(run, self._get_loop_client()), self.deadline_s)
+        client = _built(self._get_loop_client)
+        return self._io.call(lambda: self._judge_async(run, client), self.deadline_s)
 
     async def arun(self, run: AgentRun) -> LLMScoreResult:
         """Score one run without blocking the event loop (same deadline and errors as :meth:`run`)."""
         if self._given == "sync":
             return await asyncio.to_thread(self.run, run)
-        return await self._judge_async(run, self._get_async_client())
+        return await self._judge_async(run, _built(self._get_async_client))
 
     def _deadline_error(self, tally: _Tally) -> JudgeError:
         return JudgeError(
@@ -997,6 +1000,14 @@ _BODY_ERRORS: tuple[type[Exception], ...] = (json.JSONDecodeError, UnicodeDecode
 def _unexpected(exc: BaseException, tally: _Tally) -> JudgeError:
     kind: JudgeErrorKind = "invalid_answer" if isinstance(exc, RecursionError) else "error"
     return JudgeError(kind, f"{type(exc).__name__}: {str(exc)[:500]}", usage=tally.usage())
+
+
+def _built(get_client: Callable[[], Any]) -> Any:
+    """A client, or the reason it cannot be built (no API key, a bad ``OPENAI_BASE_URL``) as a JudgeError."""
+    try:
+        return get_client()
+    except Exception as exc:
+        raise JudgeError("error", f"cannot build the judge client: {exc}") from exc
 
 
 def _advance(protocol: _Protocol[LLMScoreResult], outcome: Any) -> dict[str, Any] | LLMScoreResult:
