@@ -234,3 +234,25 @@ def test_score_refuses_hostile_rules(tmp_path: Path) -> None:
     out = _cli("score", str(trace), "--rules", "/dev/zero")
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert "/dev/zero" in out.stderr and "not a regular file" in out.stderr
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
+def test_serve_still_starts_on_a_good_host(host: str) -> None:
+    import json
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_TOOLSCORE_", "OPENAI_", "OTEL_EXPORTER"))}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    code = "import sys; from otel_toolscore.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, *SERVE, "--host", host], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert json.loads(line)["event"] == "listening", line
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0

@@ -68,12 +68,16 @@ def _check_bindable(host: str) -> None:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
         raise ValueError(f"cannot listen on host {host!r}: it does not resolve ({exc})") from None
-    family, _type, _proto, _name, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    problem: OSError | None = None
+    for family, _type, _proto, _name, address in infos:  # one address that binds is enough
         try:
-            probe.bind((address[0], 0))
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((address[0], 0))
+            return
         except OSError as exc:
-            raise ValueError(f"cannot listen on host {host!r}: {exc.strerror or exc}") from None
+            problem = exc
+    reason = (problem.strerror or str(problem)) if problem is not None else "no address"
+    raise ValueError(f"cannot listen on host {host!r}: {reason}")
 
 
 def run(args: argparse.Namespace) -> int:
