@@ -455,3 +455,25 @@ def test_a_client_that_cannot_be_built_is_a_judge_error(monkeypatch: pytest.Monk
     with pytest.raises(JudgeError):
         asyncio.run(scorer.arun(a_run("get_weather")))
     scorer.close()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_judges_with_its_own_loop(server: OpenAITestServer) -> None:
+    import os
+
+    scorer = scorer_for(server)
+    assert scorer.run(a_run("get_weather")).score == 1.0  # the parent's loop thread is running
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            import signal
+
+            signal.alarm(20)  # bounded even if a lock copied by fork() were never released
+            code = 0 if scorer.run(a_run("get_weather")).score == 1.0 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert server.request_count == 2
+    scorer.close()

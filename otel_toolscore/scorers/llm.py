@@ -718,6 +718,7 @@ class ToolCallAccuracyLLMScorer:
         self._sync_client: Any = None
         self._async_client: Any = None
         self._loop_client: Any = None
+        self._loop_client_pid = 0
         self._io = _IOLoop()
         # With a client given, the other flavour is never built: its settings stay the caller's.
         self._given: Literal["sync", "async"] | None = None
@@ -765,10 +766,11 @@ class ToolCallAccuracyLLMScorer:
     def _get_loop_client(self) -> Any:
         """The async client :meth:`run` uses on the scorer's own I/O loop."""
         with self._lock:
-            if self._loop_client is None:
+            if self._loop_client is None or self._loop_client_pid != os.getpid():  # a forked child builds its own
                 import openai
 
                 self._loop_client = openai.AsyncOpenAI(**self._client_kwargs())
+                self._loop_client_pid = os.getpid()
             return self._loop_client
 
     def _get_async_client(self) -> Any:
@@ -1036,15 +1038,16 @@ class _IOLoop:
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
         self._lock = threading.Lock()
 
     def _get(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            if self._loop is None:
+            if self._loop is None or self._pid != os.getpid():  # after a fork the thread is gone: start anew
                 loop = asyncio.new_event_loop()
                 thread = threading.Thread(target=loop.run_forever, name="otel-toolscore-judge-io", daemon=True)
                 thread.start()
-                self._loop, self._thread = loop, thread
+                self._loop, self._thread, self._pid = loop, thread, os.getpid()
             return self._loop
 
     def call(self, make: Callable[[], Coroutine[Any, Any, _T]], deadline_s: float) -> _T:
