@@ -3,7 +3,8 @@
 Rules: ``spec/scorers.md``. One chat completion per run by default, asking for a JSON answer that
 validates against a strict schema derived from :class:`JudgeAnswer`. Talks to any OpenAI-compatible
 Chat Completions endpoint through the ``openai`` package, which is imported only when a client is
-built so that ``import otel_toolscore`` stays light.
+built so that ``import otel_toolscore`` stays light. ``run`` performs the judgment with an async
+client on the scorer's own event-loop thread, so that its deadline can cancel it mid-read.
 
 How the judge's answer is used (deterministic, never a made-up verdict):
 
@@ -664,7 +665,8 @@ class ToolCallAccuracyLLMScorer:
             tool definitions take precedence.
         base_url, api_key: the endpoint; default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
         client: a ready ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (used as it is: its own timeout
-            and retry settings apply).
+            and retry settings apply; a sync client's reads cannot be cut at the deadline, see
+            :meth:`run`).
         timeout: seconds per request; max_retries: retries of 408/409/429/5xx and connection errors
             by the ``openai`` client (exponential backoff, ``Retry-After`` honoured up to its cap).
         deadline_s: the longest one judgment may take, everything included (connect, send, every
