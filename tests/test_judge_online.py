@@ -145,7 +145,7 @@ def _assert_accounted(pipe: Pipe, offered: int) -> None:
 
 # -- what a judgment writes ------------------------------------------------------------------------
 def test_a_judged_run_writes_event_carrier_span_and_metrics(server: OpenAITestServer) -> None:
-    server.set_handler(lambda r: judge_answer([("get_weather", True)], ["get_forecast"], "Weather was needed; a forecast too.",
+    server.set_handler(lambda r: judge_answer([("get_weather", True)], ["search_web"], "Weather was needed; a web search too.",
                                               request=r, prompt_tokens=300, completion_tokens=40))
     pipe = make_pipe(server.base_url)
     pipe.agent_run()
@@ -157,7 +157,7 @@ def test_a_judged_run_writes_event_carrier_span_and_metrics(server: OpenAITestSe
     a = event.attributes
     assert a["gen_ai.evaluation.score.value"] == 0.5
     assert a["gen_ai.evaluation.score.label"] == "fail"
-    assert a["gen_ai.evaluation.explanation"] == "Weather was needed; a forecast too."
+    assert a["gen_ai.evaluation.explanation"] == "Weather was needed; a web search too."
     assert a["toolscore.judge.sampled_by"] == "ratio"
     assert "error.type" not in a
     # The carrier span: same trace, child of the root, exactly one link to it, EVALUATOR.
@@ -172,7 +172,7 @@ def test_a_judged_run_writes_event_carrier_span_and_metrics(server: OpenAITestSe
     assert c["gen_ai.evaluation.score.label"] == "fail"
     assert list(c["toolscore.judge.evaluations.tool"]) == ["get_weather"]
     assert list(c["toolscore.judge.evaluations.appropriate"]) == [True]
-    assert list(c["toolscore.judge.missing_tools"]) == ["get_forecast"]
+    assert list(c["toolscore.judge.missing_tools"]) == ["search_web"]
     assert c["toolscore.judge.model"] == "test-judge"
     assert (c["toolscore.judge.usage.input_tokens"], c["toolscore.judge.usage.output_tokens"]) == (300, 40)
     assert carrier.end_time >= carrier.start_time >= root.end_time

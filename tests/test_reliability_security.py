@@ -10,7 +10,8 @@ results, the answer, a conversation id, tool names, many distinct agent names). 
   is configured (and, as a control, it does when ``capture_content`` is switched on);
 * the scoring service binds the loopback interface unless told otherwise.
 
-Judge-side redaction and prompt injection are covered in ``test_llm_scorer.py`` / ``test_judge_online.py``.
+Judge-side redaction and prompt injection are covered in ``test_llm_scorer.py`` / ``test_judge_online.py``,
+and against hostile shapes (encoded, look-alike, cut by the extractor) on the wire in ``test_hostile_judge.py``.
 """
 
 from __future__ import annotations

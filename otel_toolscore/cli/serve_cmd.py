@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import signal
+import socket
 import sys
 import threading
 from typing import Any
@@ -60,6 +61,25 @@ _SERVICE_FLAGS = (
 _SCORING_FLAGS = ("rules", "expected_tool")
 
 
+def _check_bindable(host: str) -> None:
+    """Refuse at start a host this machine cannot listen on (a name that does not resolve, an address
+    that is not local), with one message instead of a receiver's traceback later."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ValueError(f"cannot listen on host {host!r}: it does not resolve ({exc})") from None
+    problem: OSError | None = None
+    for family, _type, _proto, _name, address in infos:  # one address that binds is enough
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((address[0], 0))
+            return
+        except OSError as exc:
+            problem = exc
+    reason = (problem.strerror or str(problem)) if problem is not None else "no address"
+    raise ValueError(f"cannot listen on host {host!r}: {reason}")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..service import ScoringService, load_config
@@ -72,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             service_overrides={k: getattr(args, k) for k in _SERVICE_FLAGS},
             scoring_overrides={k: getattr(args, k) for k in _SCORING_FLAGS},
         )
+        _check_bindable(config.service.host)
         service = ScoringService(config, judge_from_environment=True)
     except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)

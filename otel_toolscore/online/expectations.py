@@ -215,11 +215,10 @@ def load_rules(path: str | Path) -> list[Expectation]:
 
     Raises :class:`RulesError` naming the file, the rule and the key on any problem.
     """
+    from ..files import read_config_text
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RulesError(f"cannot read rules file {p}: {exc.strerror or exc}") from None
+    text = read_config_text(p, "rules file", error=RulesError)
     try:
         if p.suffix.lower() == ".toml":
             if sys.version_info >= (3, 11):

@@ -36,7 +36,13 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from ..config import ConfigError
-from ..scorers.llm import JudgeError, LLMScoreResult, ToolCallAccuracyLLMScorer, create_tool_call_accuracy_scorer_llm
+from ..scorers.llm import (
+    JudgeError,
+    LLMScoreResult,
+    ToolCallAccuracyLLMScorer,
+    check_base_url,
+    create_tool_call_accuracy_scorer_llm,
+)
 from ..telemetry import Emitter, RunRef, names
 from ..telemetry.emitter import judge_span_attributes, write_carrier_span
 from .judge_settings import JudgeSettings, load_tools_file
@@ -581,6 +587,11 @@ class Judge:
             tools.extend(load_tools_file(settings.tools_file))
         api_key = settings.api_key.get_secret_value() if settings.api_key is not None else env.get("OPENAI_API_KEY")
         base_url = settings.base_url or env.get("OPENAI_BASE_URL") or None
+        if base_url and not settings.base_url:
+            try:
+                check_base_url(base_url)
+            except ValueError as exc:
+                raise ConfigError(f"invalid OPENAI_BASE_URL (used as the judge endpoint): {exc}") from None
         request_options: dict[str, Any] = {}
         if settings.max_output_tokens is not None:
             request_options["max_tokens"] = settings.max_output_tokens
@@ -591,6 +602,7 @@ class Judge:
             api_key=api_key,
             timeout=settings.timeout_s,
             max_retries=settings.max_retries,
+            deadline_s=settings.deadline_s,
             include_arguments=settings.include_arguments,
             include_results=settings.include_results,
             redact=settings.redact,

@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from ..config import ENV_PREFIX, SKIP, ConfigError, build_settings, read_env
+from ..files import read_config_text
+from ..scorers.llm import check_base_url
 
 __all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file"]
 
@@ -35,6 +37,11 @@ class JudgeSettings(BaseModel):
     api_key: SecretStr | None = Field(None, description="API key (default: `OPENAI_API_KEY`).")
     timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds per HTTP request.")
     max_retries: int = Field(2, ge=0, le=10, description="Retries of 408/409/429/5xx and connection errors.")
+    deadline_s: float | None = Field(
+        None, gt=0, le=3600,
+        description="Longest one judgment may take, all included (connect, send, full answers, retries); "
+        "then `timeout`. Default: twice `timeout_s`.",
+    )
     max_output_tokens: int | None = Field(
         None, ge=16, le=100_000, description="`max_tokens` sent with each request; also bounds budget reservations."
     )
@@ -67,6 +74,11 @@ class JudgeSettings(BaseModel):
     pass_threshold: float = Field(1.0, ge=0.0, le=1.0, description="Score at or above which the label is `pass`.")
     carrier_span: bool = Field(True, description="Write the `evaluate tool_call_accuracy_llm` span.")
     max_span_evaluations: int = Field(32, ge=0, le=4096, description="Per-call verdicts written on the carrier span.")
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str | None) -> str | None:
+        return check_base_url(value) if value else value
 
     @classmethod
     def env_name(cls, field: str) -> str:
@@ -110,10 +122,7 @@ def _parse(name: str, raw: str) -> Any:
 def load_tools_file(path: str | Path) -> list[dict[str, Any]]:
     """A tool reference from a JSON or YAML file: a list of ``{name, description}`` (or a ``tools`` key)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read judge tools file {p}: {exc.strerror or exc}") from None
+    text = read_config_text(p, "judge tools file", error=ConfigError)
     try:
         if p.suffix.lower() in (".yaml", ".yml"):
             import yaml

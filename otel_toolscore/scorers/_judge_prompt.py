@@ -8,11 +8,14 @@ run's text without us inventing a per-request nonce (which would make prompts no
 
 from __future__ import annotations
 
+import html
 import json
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..model import ToolCall, ToolDefinition
+from ..redact import normalise
 
 __all__ = [
     "ANSWER_FORMAT",
@@ -86,11 +89,27 @@ CORRECTION = (
 )
 
 NOT_CAPTURED = "(not captured)"
+#: What the extractor appends to a value it cut (``otel_toolscore.extract.values.truncate``).
+EXTRACTION_CUT = "…[truncated]"
+# The piece of a cut value that the cut went through: its last token, and digit groups before it
+# (the first groups of a card number). Looked for in the last characters only.
+_CUT_TOKEN = re.compile(r"[^\s\"'`<>()\[\]{},;|]+$")
+_CUT_DIGITS = re.compile(r"(?:\d[ \n./-]{0,2}){4,}$")
+_CUT_WINDOW = 512
+NESTED_TOO_DEEPLY = "(value nested too deeply to show)"
+
+
+# Characters a model may read as angle brackets: fullwidth, small and (after NFKC) their sources.
+_ANGLES = str.maketrans({"<": "\u2039", ">": "\u203a", "\uff1c": "\u2039", "\uff1e": "\u203a",
+                         "\ufe64": "\u2039", "\ufe65": "\u203a"})
 
 
 def neutralise(text: str) -> str:
-    """Make run text unable to forge our delimiters: ``<`` and ``>`` become U+2039 and U+203A."""
-    return text.replace("<", "\u2039").replace(">", "\u203a")
+    """Make run text unable to forge our delimiters: ``<`` and ``>`` become U+2039 and U+203A, and
+    so do their HTML references (``&lt;``, ``&#60;`` …) and fullwidth or small look-alikes."""
+    if "&" in text:
+        text = html.unescape(text)
+    return text.translate(_ANGLES)
 
 
 def one_line(text: str) -> str:
@@ -105,13 +124,48 @@ def truncate(text: str, limit: int) -> str:
     return f"{text[:limit]}…[truncated {len(text) - limit} chars]"
 
 
+def drop_cut_piece(text: str) -> str:
+    """``text`` (a value the extractor cut, already redacted) without the piece the cut went through.
+
+    A secret straddling the cut is not recognised in its first half (``sk-pro``, ``4111 1111 11``,
+    ``password=hun``), so that half must not be sent: the last token goes, and digit groups before
+    it. A redaction mark at the end (``[REDACTED_PRIVATE_KEY]``) is kept.
+    """
+    head, tail = text[:-_CUT_WINDOW], text[-_CUT_WINDOW:]
+    tail = _CUT_TOKEN.sub("", tail).rstrip()
+    tail = _CUT_DIGITS.sub("", tail).rstrip()
+    return head + tail
+
+
+_MAX_TIDY_DEPTH = 64
+
+
+def _tidy_strings(value: Any, depth: int = 0) -> Any:
+    """A structured value with its strings normalised and on one line *before* it becomes JSON
+    (where a tab or line break inside a string would be an escape no redactor looks through)."""
+    if isinstance(value, str):
+        return one_line(normalise(value))
+    if depth >= _MAX_TIDY_DEPTH:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _tidy_strings(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_tidy_strings(v, depth + 1) for v in value]
+    return value
+
+
 def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except RecursionError:
+        return NESTED_TOO_DEEPLY  # repr would recurse as deeply
     except (TypeError, ValueError):
-        return repr(value)
+        try:
+            return repr(value)
+        except RecursionError:
+            return NESTED_TOO_DEEPLY
 
 
 def format_run_data(
@@ -128,12 +182,24 @@ def format_run_data(
 ) -> str:
     """The ``<run_data>`` block: request, response, numbered calls and the tool reference.
 
-    Content is redacted first, then truncated (so a cut can never expose half a secret that the
-    redactor would have recognised whole), then neutralised.
+    Content is normalised first (:func:`~otel_toolscore.redact.normalise`; arguments and results
+    also put on one line), then redacted, then truncated (so a cut can never expose half a secret
+    that the redactor would have recognised whole), then neutralised. A value the extractor already
+    cut loses the piece its cut went through (see :func:`drop_cut_piece`).
     """
 
-    def content(value: Any, limit: int) -> str:
-        return neutralise(truncate(redact(_as_text(value)), limit))
+    def content(value: Any, limit: int, single_line: bool = False) -> str:
+        text = _as_text(value if isinstance(value, str) else _tidy_strings(value))
+        cut = text.endswith(EXTRACTION_CUT)
+        if cut:
+            text = text[: -len(EXTRACTION_CUT)]
+        text = normalise(text)
+        if single_line:
+            text = one_line(text)
+        text = redact(text)
+        if cut:
+            text = drop_cut_piece(text) + EXTRACTION_CUT
+        return neutralise(truncate(text, limit))
 
     lines = ["<run_data>", "<user_request>"]
     lines.append(content(user_request, max_text_chars) if user_request else NOT_CAPTURED)
@@ -146,9 +212,9 @@ def format_run_data(
         status = " (failed)" if call.status == "error" else ""
         lines.append(f"{n}. {neutralise(one_line(call.name))}{status}")
         if include_arguments and call.arguments is not None:
-            lines.append(f"   arguments: {one_line(content(call.arguments, max_argument_chars))}")
+            lines.append(f"   arguments: {one_line(content(call.arguments, max_argument_chars, True))}")
         if include_results and call.result is not None:
-            lines.append(f"   result: {one_line(content(call.result, max_argument_chars))}")
+            lines.append(f"   result: {one_line(content(call.result, max_argument_chars, True))}")
     lines += ["</tools_called>", "<available_tools>"]
     if not tools:
         lines.append("(not provided)")

@@ -3,7 +3,8 @@
 Rules: ``spec/scorers.md``. One chat completion per run by default, asking for a JSON answer that
 validates against a strict schema derived from :class:`JudgeAnswer`. Talks to any OpenAI-compatible
 Chat Completions endpoint through the ``openai`` package, which is imported only when a client is
-built so that ``import otel_toolscore`` stays light.
+built so that ``import otel_toolscore`` stays light. ``run`` performs the judgment with an async
+client on the scorer's own event-loop thread, so that its deadline can cancel it mid-read.
 
 How the judge's answer is used (deterministic, never a made-up verdict):
 
@@ -13,7 +14,12 @@ How the judge's answer is used (deterministic, never a made-up verdict):
 * an invalid answer (not JSON, wrong shape, mismatched evaluations) gets one corrective retry that
   shows the judge its reply and the problem; a second invalid answer raises
   ``JudgeError(kind="invalid_answer")``;
-* missing tools are trimmed, empties dropped and duplicates removed (first occurrence kept).
+* missing tools are trimmed, empties dropped and duplicates removed (first occurrence kept); a
+  tool the run called is dropped (it cannot be missing); when the available tools are known, a name
+  not among them makes the answer invalid (corrective retry, as above);
+* the whole judgment has a deadline (``deadline_s``: connect, send, every answer, retries); every
+  failure is a :class:`JudgeError` whose ``kind`` says why;
+* reported token usage that is negative, not an integer or absurd is replaced by an estimate.
 
 Score = appropriate ÷ (evaluations + missing tools), rounded half-up to two decimals; no calls and
 nothing missing → 1.0.
@@ -22,13 +28,17 @@ nothing missing → 1.0.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
 import copy
 import json
+import logging
 import os
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -60,6 +70,8 @@ __all__ = [
     "align_evaluations",
     "answer_schema_for",
     "build_judge_messages",
+    "check_base_url",
+    "check_missing_tools",
     "compute_score",
     "create_tool_call_accuracy_scorer_llm",
     "endpoint_output_mode",
@@ -71,12 +83,38 @@ __all__ = [
 ]
 
 JudgeErrorKind = Literal["timeout", "rate_limited", "error", "invalid_answer"]
+_log = logging.getLogger(__name__)
 ToolSpec = ToolDefinition | Mapping[str, Any] | str
 
 DEFAULT_MAX_TEXT_CHARS = 4000
 DEFAULT_MAX_ARGUMENT_CHARS = 1000
+# The default deadline of a judgment, in request timeouts (2 x 30 s = 60 s by default).
+DEADLINE_TIMEOUTS = 2
+# A reported token count outside [0, this] for one request is not believed (the estimate is used).
+MAX_REPORTED_TOKENS = 10_000_000
 # The bad reply echoed back in a corrective retry is cut to this size (it costs prompt tokens).
 _MAX_ECHO_CHARS = 2000
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it is an ``http``/``https`` URL with a host (and a valid port), else ``ValueError``.
+
+    The ``openai`` client would accept anything and fail at the first judgment (``file://``, a typo);
+    this refuses such a value when the scorer or the judge settings are built.
+    """
+    from urllib.parse import urlsplit
+
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError as exc:
+        raise ValueError(f"judge base URL {url!r} is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"judge base URL {url!r} must start with http:// or https://")
+    if not parts.hostname or not port_ok or any(c.isspace() for c in text):
+        raise ValueError(f"judge base URL {url!r} has no valid host (expected e.g. http://127.0.0.1:8080/v1)")
+    return text
 
 
 # -- what the judge answers -----------------------------------------------------------------------
@@ -212,13 +250,40 @@ def compute_score(evaluations: Sequence[ToolEvaluation | JudgeToolEvaluation | b
     return float(value)
 
 
-def _clean_missing(names: Sequence[str]) -> list[str]:
-    seen: dict[str, None] = {}
-    for name in names:
-        name = name.strip()
-        if name:
-            seen.setdefault(name, None)
-    return list(seen)
+def check_missing_tools(
+    names: Sequence[str], calls: Sequence[ToolCall], tools: Sequence[ToolDefinition] = ()
+) -> list[str]:
+    """The judge's missing tools checked against the run: names trimmed, empties and duplicates
+    dropped; a tool the run *called* is dropped (it cannot be missing); when the available tools are
+    known, a name not among them raises :class:`AnswerMismatchError` (the answer gets a corrective
+    retry). Names come back as the tool reference spells them (the prompt may show them neutralised)."""
+    called = {c.name.strip() for c in calls} | {_shown(c.name) for c in calls}
+    known: dict[str, str] = {}
+    for tool in tools:
+        known.setdefault(tool.name.strip(), tool.name.strip())
+        known.setdefault(_shown(tool.name), tool.name.strip())
+    out: dict[str, None] = {}
+    unknown: list[str] = []
+    for raw in names:
+        name = raw.strip()
+        if not name or name in called:
+            continue
+        if known:
+            canonical = known.get(name)
+            if canonical is None:
+                unknown.append(name)
+                continue
+            if canonical in called:
+                continue
+            name = canonical
+        out.setdefault(name, None)
+    if unknown:
+        allowed = [n for n in dict.fromkeys(_shown(t.name) for t in tools) if n not in called]
+        raise AnswerMismatchError(
+            f"missing_tools names {[n[:_MAX_NAME_CHARS] for n in unknown[:5]]}, which are not among the available "
+            f"tools that were not called ({allowed[:50] or 'none'})"
+        )
+    return list(out)
 
 
 def align_evaluations(evaluations: Sequence[JudgeToolEvaluation], calls: Sequence[ToolCall]) -> list[ToolEvaluation]:
@@ -257,13 +322,14 @@ def align_evaluations(evaluations: Sequence[JudgeToolEvaluation], calls: Sequenc
 
 
 def score_answer(
-    answer: JudgeAnalysis | Mapping[str, Any], calls: Sequence[ToolCall]
+    answer: JudgeAnalysis | Mapping[str, Any], calls: Sequence[ToolCall], tools: Sequence[ToolDefinition] = ()
 ) -> tuple[float, LLMAnalyzeResult]:
-    """Validate and align a judge answer against the counted calls; return (score, analysis)."""
+    """Validate and align a judge answer against the counted calls and the available tools (see
+    :func:`check_missing_tools`); return (score, analysis)."""
     parsed = answer if isinstance(answer, JudgeAnalysis) else JudgeAnalysis.model_validate(answer)
     analysis = LLMAnalyzeResult(
         evaluations=align_evaluations(parsed.evaluations, calls),
-        missing_tools=_clean_missing(parsed.missing_tools),
+        missing_tools=check_missing_tools(parsed.missing_tools, calls, tools),
     )
     return compute_score(analysis.evaluations, analysis.missing_tools), analysis
 
@@ -533,13 +599,21 @@ class _Tally:
         self.mode: OutputMode = "json_schema"
         self.started = time.perf_counter()
 
-    def add(self, response: Any) -> None:
+    def add(self, response: Any, request: Mapping[str, Any]) -> None:
+        """Count one answer's usage. A count that is missing, not an integer, negative or beyond
+        :data:`MAX_REPORTED_TOKENS` is replaced by an estimate (characters ÷ 4), so a broken or hostile
+        endpoint cannot reach the budgets with it."""
         usage = getattr(response, "usage", None)
-        self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        if usage is None:  # no usage block at all: nothing was reported (as before), count nothing
+            prompt, completion = 0, 0
+        else:
+            prompt = _believable(getattr(usage, "prompt_tokens", None), lambda: estimate_tokens(request.get("messages") or ()))
+            completion = _believable(getattr(usage, "completion_tokens", None), lambda: _reply_chars(response) // 4 + 1)
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
         model = getattr(response, "model", None)
         if isinstance(model, str) and model:
-            self.model = model
+            self.model = model[:_MAX_NAME_CHARS]
 
     def usage(self) -> JudgeUsage:
         return JudgeUsage(
@@ -552,6 +626,22 @@ class _Tally:
             structured_output=self.structured,
             output_mode=self.mode,
         )
+
+
+def _believable(value: Any, estimate: Callable[[], int]) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS:
+        return value
+    if value is not None:
+        _log.debug("otel-toolscore judge endpoint reported unbelievable token usage %r; using an estimate", value)
+    return estimate()
+
+
+def _reply_chars(response: Any) -> int:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return 0
+    return len(content) if isinstance(content, str) else 0
 
 
 def _reply_text(response: Any) -> str:
@@ -575,9 +665,13 @@ class ToolCallAccuracyLLMScorer:
             tool definitions take precedence.
         base_url, api_key: the endpoint; default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
         client: a ready ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (used as it is: its own timeout
-            and retry settings apply).
+            and retry settings apply; a sync client's reads cannot be cut at the deadline, see
+            :meth:`run`).
         timeout: seconds per request; max_retries: retries of 408/409/429/5xx and connection errors
             by the ``openai`` client (exponential backoff, ``Retry-After`` honoured up to its cap).
+        deadline_s: the longest one judgment may take, everything included (connect, send, every
+            answer byte, retries, back-off, a corrective retry, the second request); past it the
+            judgment fails with ``JudgeError(kind="timeout")``. Default: twice ``timeout``.
         include_arguments / include_results: send call arguments / results to the judge (after
             ``redact`` and truncation to ``max_argument_chars``).
         redact: ``None``/``True`` built-in redactors, ``False`` none, or a callable / sequence of them.
@@ -595,6 +689,7 @@ class ToolCallAccuracyLLMScorer:
         client: OpenAI | AsyncOpenAI | None = None,
         timeout: float = 30.0,
         max_retries: int = 2,
+        deadline_s: float | None = None,
         include_arguments: bool = False,
         include_results: bool = False,
         redact: bool | Redactor | Sequence[Redactor] | None = None,
@@ -607,9 +702,13 @@ class ToolCallAccuracyLLMScorer:
             raise ValueError("model must be a non-empty model name")
         self.model = model.strip().removeprefix("openai/")
         self.available_tools = normalise_tools(available_tools)
-        self.base_url = base_url
+        self.base_url = check_base_url(base_url) if base_url else base_url
+        deadline_s = DEADLINE_TIMEOUTS * timeout if deadline_s is None else deadline_s
+        if not deadline_s > 0:
+            raise ValueError("deadline_s must be a positive number of seconds")
         self.timeout = timeout
         self.max_retries = max_retries
+        self.deadline_s = float(deadline_s)
         self.include_arguments = include_arguments
         self.include_results = include_results
         self.redactor: Redactor = resolve_redactor(redact)
@@ -620,6 +719,9 @@ class ToolCallAccuracyLLMScorer:
         self._api_key = api_key
         self._sync_client: Any = None
         self._async_client: Any = None
+        self._loop_client: Any = None
+        self._loop_client_pid = 0
+        self._io = _IOLoop()
         # With a client given, the other flavour is never built: its settings stay the caller's.
         self._given: Literal["sync", "async"] | None = None
         if client is not None:
@@ -656,18 +758,22 @@ class ToolCallAccuracyLLMScorer:
     # -- clients --------------------------------------------------------------------------------------
     def _client_kwargs(self) -> dict[str, Any]:
         base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if base_url is not None and not self.base_url:
+            check_base_url(base_url)
         api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if api_key is None and base_url is not None:
             api_key = "unused"  # local OpenAI-compatible servers usually need no key; the client insists on one
         return {"base_url": base_url, "api_key": api_key, "timeout": self.timeout, "max_retries": self.max_retries}
 
-    def _get_sync_client(self) -> Any:
+    def _get_loop_client(self) -> Any:
+        """The async client :meth:`run` uses on the scorer's own I/O loop."""
         with self._lock:
-            if self._sync_client is None:
+            if self._loop_client is None or self._loop_client_pid != os.getpid():  # a forked child builds its own
                 import openai
 
-                self._sync_client = openai.OpenAI(**self._client_kwargs())
-            return self._sync_client
+                self._loop_client = openai.AsyncOpenAI(**self._client_kwargs())
+                self._loop_client_pid = os.getpid()
+            return self._loop_client
 
     def _get_async_client(self) -> Any:
         with self._lock:
@@ -714,7 +820,7 @@ class ToolCallAccuracyLLMScorer:
                     raise _to_judge_error(outcome, tally.usage()) from outcome
                 problem = "the HTTP response was not a chat completion"
             else:
-                tally.add(outcome)
+                tally.add(outcome, request)
                 try:
                     reply = _reply_text(outcome)
                     return accept(answer_model.model_validate_json(_json_text(reply)))
@@ -724,6 +830,8 @@ class ToolCallAccuracyLLMScorer:
                     )
                 except ValueError as exc:  # includes AnswerMismatchError
                     problem = str(exc)
+                except RecursionError:
+                    problem = "the JSON is nested too deeply"
             if corrected:
                 raise JudgeError("invalid_answer", f"unusable answer after a corrective retry: {problem}", usage=tally.usage())
             corrected = True
@@ -734,18 +842,17 @@ class ToolCallAccuracyLLMScorer:
                     {"role": "user", "content": prompt.CORRECTION.format(problem=problem)},
                 ]
 
-    def _protocol(self, run: AgentRun, endpoint: str) -> _Protocol[LLMScoreResult]:
+    def _protocol(self, run: AgentRun, endpoint: str, tally: _Tally) -> _Protocol[LLMScoreResult]:
         calls = run.scored_calls()
-        tally = _Tally(self.model)
+        tools = self._tools_for(run)
 
         def build(json_in_prompt: bool) -> list[dict[str, str]]:
             return self.build_messages(run, json_in_prompt=json_in_prompt)
 
         def accept(answer: JudgeAnalysis) -> tuple[float, LLMAnalyzeResult, str | None]:
-            score, analysis = score_answer(answer, calls)
+            score, analysis = score_answer(answer, calls, tools)
             return score, analysis, answer.reason if isinstance(answer, JudgeAnswer) else None
 
-        tools = self._tools_for(run)
         if not self.separate_reason_call:
             schema = answer_schema_for(calls, tools, JudgeAnswer)
             score, analysis, reason = yield from self._ask(tally, endpoint, build, JudgeAnswer, schema, accept)
@@ -774,51 +881,95 @@ class ToolCallAccuracyLLMScorer:
 
     # -- drivers ---------------------------------------------------------------------------------------
     def run(self, run: AgentRun) -> LLMScoreResult:
-        """Score one run, blocking. Raises :class:`JudgeError` when no usable verdict was obtained."""
+        """Score one run, blocking, within ``deadline_s``. Raises :class:`JudgeError` (only) when no
+        usable verdict was obtained.
+
+        With a client the scorer built itself (or an ``AsyncOpenAI`` given), the judgment runs on an
+        event loop where the deadline cancels it whatever the server does (a trickle of bytes
+        included). A given sync ``OpenAI`` client cannot be interrupted mid-read: there the deadline
+        bounds each request's timeout and is checked between requests.
+        """
         if self._given == "async":
             return asyncio.run(self.arun(run))  # cannot be called from inside a running event loop
-        client = self._get_sync_client()
-        import openai
-
-        protocol = self._protocol(run, str(client.base_url))
-        request = next(protocol)
-        while True:
-            outcome: Any
-            try:
-                outcome = client.chat.completions.create(**request)
-            except (openai.OpenAIError, json.JSONDecodeError) as exc:  # a non-JSON body surfaces as the latter
-                outcome = exc
-            try:
-                request = protocol.send(outcome)
-            except StopIteration as done:
-                result: LLMScoreResult = done.value
-                return result
+        if self._given == "sync":
+            return self._run_given_sync(run)
+        client = _built(self._get_loop_client)
+        return self._io.call(lambda: self._judge_async(run, client), self.deadline_s)
 
     async def arun(self, run: AgentRun) -> LLMScoreResult:
-        """Score one run without blocking the event loop."""
+        """Score one run without blocking the event loop (same deadline and errors as :meth:`run`)."""
         if self._given == "sync":
             return await asyncio.to_thread(self.run, run)
-        client = self._get_async_client()
+        return await self._judge_async(run, _built(self._get_async_client))
+
+    def _deadline_error(self, tally: _Tally) -> JudgeError:
+        return JudgeError(
+            "timeout",
+            f"no verdict within the judgment deadline of {self.deadline_s:g} s (connect, send, every answer and retry)",
+            usage=tally.usage(),
+        )
+
+    async def _judge_async(self, run: AgentRun, client: Any) -> LLMScoreResult:
         import openai
 
-        protocol = self._protocol(run, str(client.base_url))
-        request = next(protocol)
-        while True:
-            outcome: Any
-            try:
-                outcome = await client.chat.completions.create(**request)
-            except (openai.OpenAIError, json.JSONDecodeError) as exc:  # a non-JSON body surfaces as the latter
-                outcome = exc
-            try:
-                request = protocol.send(outcome)
-            except StopIteration as done:
-                result: LLMScoreResult = done.value
-                return result
+        caught: tuple[type[Exception], ...] = (openai.OpenAIError, *_BODY_ERRORS)
+        tally = _Tally(self.model)
+
+        async def drive() -> LLMScoreResult:
+            protocol = self._protocol(run, str(client.base_url), tally)
+            step: dict[str, Any] | LLMScoreResult = next(protocol)
+            while isinstance(step, dict):
+                outcome: Any
+                try:
+                    outcome = await client.chat.completions.create(**step)
+                except caught as exc:
+                    outcome = exc
+                step = _advance(protocol, outcome)
+            return step
+
+        try:
+            return await asyncio.wait_for(drive(), self.deadline_s)
+        except asyncio.TimeoutError:
+            raise self._deadline_error(tally) from None
+        except JudgeError:
+            raise
+        except Exception as exc:  # a bug or an unforeseen client failure: still a JudgeError
+            raise _unexpected(exc, tally) from exc
+
+    def _run_given_sync(self, run: AgentRun) -> LLMScoreResult:
+        import openai
+
+        caught: tuple[type[Exception], ...] = (openai.OpenAIError, *_BODY_ERRORS)
+        client = self._sync_client
+        tally = _Tally(self.model)
+        deadline = time.monotonic() + self.deadline_s
+        try:
+            protocol = self._protocol(run, str(client.base_url), tally)
+            step: dict[str, Any] | LLMScoreResult = next(protocol)
+            while isinstance(step, dict):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._deadline_error(tally)
+                outcome: Any
+                try:
+                    outcome = client.chat.completions.create(**step, timeout=_bounded_timeout(client, remaining))
+                except caught as exc:
+                    outcome = exc
+                step = _advance(protocol, outcome)
+            return step
+        except JudgeError:
+            raise
+        except Exception as exc:
+            raise _unexpected(exc, tally) from exc
 
     def close(self) -> None:
-        """Close the sync client this scorer built (an async one is closed by ``aclose``)."""
-        if self._sync_client is not None:
+        """Close the clients this scorer built and stop its I/O loop (an ``arun`` client: ``aclose``).
+
+        Judgments still running on the loop end with ``JudgeError(kind="error")``."""
+        if self._sync_client is not None and self._given != "sync":
             self._sync_client.close()
+        client, self._loop_client = self._loop_client, None
+        self._io.stop(client.close() if client is not None else None)
 
     async def aclose(self) -> None:
         if self._async_client is not None:
@@ -838,10 +989,117 @@ def _is_async_client(client: Any) -> bool:
 
 
 def _is_response_validation_error(exc: BaseException) -> bool:
-    """The endpoint answered 2xx but not with a chat completion (bad JSON or wrong shape)."""
+    """The endpoint answered 2xx but not with a chat completion (bad JSON, JSON nested too deeply
+    to read, or the wrong shape)."""
     import openai
 
-    return isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError))
+    return isinstance(exc, (openai.APIResponseValidationError, *_BODY_ERRORS))
+
+
+# What reading a hostile body raises outside the openai client's own errors: a body that is not
+# JSON or not UTF-8, and JSON nested deeper than the interpreter's recursion limit.
+_BODY_ERRORS: tuple[type[Exception], ...] = (json.JSONDecodeError, UnicodeDecodeError, RecursionError)
+
+
+def _unexpected(exc: BaseException, tally: _Tally) -> JudgeError:
+    kind: JudgeErrorKind = "invalid_answer" if isinstance(exc, RecursionError) else "error"
+    return JudgeError(kind, f"{type(exc).__name__}: {str(exc)[:500]}", usage=tally.usage())
+
+
+def _built(get_client: Callable[[], Any]) -> Any:
+    """A client, or the reason it cannot be built (no API key, a bad ``OPENAI_BASE_URL``) as a JudgeError."""
+    try:
+        return get_client()
+    except Exception as exc:
+        raise JudgeError("error", f"cannot build the judge client: {exc}") from exc
+
+
+def _advance(protocol: _Protocol[LLMScoreResult], outcome: Any) -> dict[str, Any] | LLMScoreResult:
+    """Hand the protocol a response (or the client's exception): the next request, or the result."""
+    try:
+        return protocol.send(outcome)
+    except StopIteration as done:
+        result: LLMScoreResult = done.value
+        return result
+
+
+def _bounded_timeout(client: Any, remaining: float) -> Any:
+    """A given sync client's own timeout, lowered to what is left of the deadline."""
+    own = getattr(client, "timeout", None)
+    if isinstance(own, (int, float)) and own <= remaining:
+        return own
+    return remaining
+
+
+class _IOLoop:
+    """An event loop in a daemon thread, started on first use, where :meth:`ToolCallAccuracyLLMScorer.run`
+    performs judgments with the scorer's own async client: a coroutine can be cancelled at its
+    deadline, a blocking socket read cannot. Callers' context variables (OpenTelemetry's
+    suppress-instrumentation keys) are carried over to the coroutine."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def _get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():  # after a fork the thread is gone: start anew
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="otel-toolscore-judge-io", daemon=True)
+                thread.start()
+                self._loop, self._thread, self._pid = loop, thread, os.getpid()
+            return self._loop
+
+    def call(self, make: Callable[[], Coroutine[Any, Any, _T]], deadline_s: float) -> _T:
+        context = contextvars.copy_context()
+
+        async def in_context() -> _T:
+            for var, value in context.items():
+                var.set(value)
+            return await make()
+
+        future = asyncio.run_coroutine_threadsafe(in_context(), self._get())
+        try:
+            # The coroutine keeps its own deadline; this wait only guards against a stopped loop.
+            return future.result(timeout=deadline_s + _LOOP_GRACE_S)
+        except concurrent.futures.CancelledError:
+            raise JudgeError("error", "the scorer was closed while the judgment was running") from None
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise JudgeError("timeout", f"no verdict within the judgment deadline of {deadline_s:g} s") from None
+
+    def stop(self, last: Coroutine[Any, Any, Any] | None = None) -> None:
+        """Cancel what is running, await ``last`` (closing the client), stop and close the loop."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            if last is not None:
+                last.close()
+            return
+
+        async def finish() -> None:
+            current = asyncio.current_task()
+            running = [task for task in asyncio.all_tasks() if task is not current]
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.wait(running, timeout=_LOOP_GRACE_S)
+            if last is not None:
+                with contextlib.suppress(Exception):
+                    await last
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(finish(), loop).result(timeout=_LOOP_GRACE_S)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=_LOOP_GRACE_S)
+        if not thread.is_alive():
+            loop.close()
+
+
+_LOOP_GRACE_S = 5.0
 
 
 def create_tool_call_accuracy_scorer_llm(
@@ -853,6 +1111,7 @@ def create_tool_call_accuracy_scorer_llm(
     client: OpenAI | AsyncOpenAI | None = None,
     timeout: float = 30.0,
     max_retries: int = 2,
+    deadline_s: float | None = None,
     include_arguments: bool = False,
     redact: bool | Redactor | Sequence[Redactor] | None = None,
     separate_reason_call: bool = False,
@@ -868,6 +1127,7 @@ def create_tool_call_accuracy_scorer_llm(
         client=client,
         timeout=timeout,
         max_retries=max_retries,
+        deadline_s=deadline_s,
         include_arguments=include_arguments,
         redact=redact,
         separate_reason_call=separate_reason_call,

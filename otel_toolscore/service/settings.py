@@ -9,23 +9,26 @@ message naming it, as the processor's settings do.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import ENV_PREFIX, SKIP, ConfigError, Settings, build_settings, read_env
+from ..files import read_config_text
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["SERVICE_ENV_PREFIX", "ServiceConfig", "ServiceSettings", "load_config"]
+__all__ = ["SERVICE_ENV_PREFIX", "ServiceConfig", "ServiceSettings", "check_bind_host", "load_config"]
 
 SERVICE_ENV_PREFIX = ENV_PREFIX + "SERVICE_"
 
@@ -79,9 +82,37 @@ class ServiceSettings(BaseModel):
         100_000, ge=0, le=10_000_000, description="Completed trace ids remembered to recognise late spans."
     )
 
+    @field_validator("host")
+    @classmethod
+    def _check_host(cls, value: str) -> str:
+        return check_bind_host(value)
+
     @classmethod
     def env_name(cls, field: str) -> str:
         return SERVICE_ENV_PREFIX + field.upper()
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def check_bind_host(value: str) -> str:
+    """``value`` as an address to bind: an IPv4 or IPv6 address (brackets allowed) or a host name.
+
+    Dotted digits must be a valid IPv4 address (``256.1.1.1`` is refused, not looked up as a name).
+    Raises ``ValueError`` with the reason; the settings reader adds where the value came from.
+    """
+    host = value.strip()
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        pass
+    if not bare or re.fullmatch(r"[0-9.]+", bare) or ":" in bare:
+        raise ValueError(f"{value!r} is not a valid IP address")
+    name = bare.removesuffix(".")
+    if len(name) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in name.split(".")):
+        raise ValueError(f"{value!r} is neither an IP address nor a valid host name")
+    return name
 
 
 class ServiceConfig(BaseModel):
@@ -95,11 +126,13 @@ class ServiceConfig(BaseModel):
 
 def _read_file(path: str | Path) -> dict[str, Any]:
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = read_config_text(p, "config file", error=ConfigError)
     try:
         doc: Any = tomllib.loads(text) if p.suffix.lower() == ".toml" else yaml.safe_load(text)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"config file {p}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {p}: nested too deeply to read") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

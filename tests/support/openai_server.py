@@ -7,7 +7,7 @@ What a test can script:
 * replies in a FIFO queue (``server.enqueue(...)``), each a :class:`Reply` or a callable
   ``(RecordedRequest) -> Reply``; when the queue is empty the ``handler`` answers (settable);
 * faults: any status with any headers (``error``, ``rate_limited``), a body that is not JSON
-  (``garbage``), a completion whose content is not valid for the caller (``chat_completion`` with
+  (``garbage``), a response trickled one byte at a time (``Reply.trickle``), a completion whose content is not valid for the caller (``chat_completion`` with
   any text), a delay (``Reply.delay`` or ``server.delay`` for every reply), a 400 rejecting
   ``response_format`` (``RejectResponseFormat``);
 * every request is recorded (``server.requests``) with its parsed JSON body, so tests can assert
@@ -86,6 +86,10 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    #: seconds between bytes: the whole response (status line and headers too, unless
+    #: ``trickle_body_only``) leaves one byte at a time, each well within any per-read timeout
+    trickle: float = 0.0
+    trickle_body_only: bool = False
 
     def encoded(self) -> tuple[bytes, str]:
         if isinstance(self.body, bytes):
@@ -381,6 +385,9 @@ class OpenAITestServer:
         with self._lock:
             self._status_counts[reply.status] += 1
         payload, content_type = reply.encoded()
+        if reply.trickle > 0:
+            self._trickle(h, reply, payload, content_type)
+            return
         try:
             h.send_response(reply.status)
             h.send_header("Content-Type", content_type)
@@ -393,3 +400,23 @@ class OpenAITestServer:
             h.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout) before the reply
+
+    def _trickle(self, h: BaseHTTPRequestHandler, reply: Reply, payload: bytes, content_type: str) -> None:
+        head = [f"HTTP/1.1 {reply.status} OK", f"Content-Type: {content_type}", f"Content-Length: {len(payload)}",
+                "Connection: close", *(f"{k}: {v}" for k, v in reply.headers.items())]
+        header_bytes = ("\r\n".join(head) + "\r\n\r\n").encode()
+        h.close_connection = True
+        try:
+            if reply.trickle_body_only:
+                h.wfile.write(header_bytes)
+                h.wfile.flush()
+                rest = payload
+            else:
+                rest = header_bytes + payload
+            for i in range(len(rest)):
+                h.wfile.write(rest[i : i + 1])
+                h.wfile.flush()
+                if self._stopping.wait(reply.trickle):
+                    return
+        except OSError:
+            pass  # the client gave up
