@@ -45,6 +45,10 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--retry-after-s", type=int, help="retry delay advertised when refusing under overload")
     g.add_argument("--metric-export-interval-ms", type=int, help="metric export period")
     g.add_argument("--recent-traces", type=int, help="completed trace ids remembered to recognise late spans")
+    g.add_argument("--http-read-timeout-s", type=float, help="longest time to receive one OTLP/HTTP request (default 10)")
+    g.add_argument("--http-idle-timeout-s", type=float, help="close kept-alive OTLP/HTTP connections idle this long (default 30)")
+    g.add_argument("--http-max-connections", type=int, help="open OTLP/HTTP connections at once (default 1024)")
+    g.add_argument("--forward-queue-spans", type=int, help="--forward: spans waiting for export at once (default 16384)")
     s = p.add_argument_group("scoring")
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
     s.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
@@ -55,7 +59,8 @@ def add_parser(sub: Any) -> None:
 _SERVICE_FLAGS = (
     "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_s", "max_pending_spans", "max_pending_bytes",
     "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_s",
-    "retry_after_s", "metric_export_interval_ms", "recent_traces",
+    "retry_after_s", "metric_export_interval_ms", "recent_traces", "http_read_timeout_s", "http_idle_timeout_s",
+    "http_max_connections", "forward_queue_spans",
 )
 _SCORING_FLAGS = ("rules", "expected_tool")
 
