@@ -317,6 +317,7 @@ def test_idle_half_open_connections_are_bounded_and_closed() -> None:
         try:
             time.sleep(0.5)
             assert threads_of(proc.pid) < 64  # one event-loop thread holds them all
+            assert rss_mb(proc.pid) < 400
             # Past the limit: answered 503 at once. Within it: cut off (408) after the read timeout.
             got = answers(socks, timeout=30)
             assert got.get(503, 0) >= 400, got
@@ -531,3 +532,29 @@ def test_a_retried_request_is_taken_once(svc: Running) -> None:
     assert len(svc.scored) == len(runs) == 1
     assert svc.counter("toolscore.dropped", **{"toolscore.reason": "duplicate_span"}) == 3
     assert svc.counter("toolscore.service.received", **{"toolscore.signal": "spans"}) == 3
+
+
+# -- what is documented -------------------------------------------------------------------------------
+def test_the_readme_states_the_service_bounds_guarantee_and_counters() -> None:
+    """SIGKILL lost acknowledged traces and the README did not say so: the guarantee and every counter are documented."""
+    from otel_toolscore.service.settings import ServiceSettings
+    from otel_toolscore.telemetry import names
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    section = readme.split("## Limits and what happens at them", 1)[1].split("\n## ", 1)[0]
+    service = section.split("### Service (`otel-toolscore serve`)", 1)[1].split("\n### ", 1)[0]
+    assert "At most once after acknowledgement" in service and "SIGKILL" in service
+    assert "retry_on_failure" in service and "sending_queue" in service
+    for reason in (*names.SERVICE_DROP_REASONS, *names.SERVICE_REFUSE_REASONS, *names.SERVICE_HTTP_CLOSE_REASONS):
+        assert reason in readme, reason
+    for reason in ("drain_timeout", "forward_queue_full", "forward_failed", "duplicate_span", "too_large", "read_timeout",
+                   "connection_limit", "idle_timeout", "protocol_error"):
+        assert f"reason={reason}" in service, reason
+    for field in ("max_request_bytes", "http_read_timeout_s", "http_idle_timeout_s", "http_max_connections",
+                  "forward_queue_spans", "drain_timeout_s", "max_pending_spans"):
+        assert field in ServiceSettings.model_fields
+        assert field.upper() in service, field
+        assert ServiceSettings.env_name(field) in readme, field
+    for name in ("gateway.yaml", "gateway-k8s.yaml"):
+        assert "at-most-once after acknowledgement" in (root / "collector" / name).read_text()
