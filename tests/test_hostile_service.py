@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otel_toolscore.service import ScoringService, load_config
 from tests.test_service import CLI, RULES, Running, recorded_spans, start_service
-from tests.tools.otlp import wait_port
+from tests.tools.otlp import Capture, capture_server, wait_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -134,6 +134,7 @@ def rss_mb(pid: int) -> float:
         ("Content-Length: abc\r\n", 400),
         ("", 411),  # no length, no chunked encoding: the body's end is unknowable
         ("Content-Length: 1073741824\r\n", 413),
+        ("Content-Length: " + "9" * 5000 + "\r\n", 400),  # h11 refuses a length it cannot read
     ],
 )
 def test_bad_or_huge_lengths_are_refused_without_reading_the_body(length_header: str, expected: int) -> None:
@@ -469,6 +470,34 @@ def test_forwarding_failures_are_counted() -> None:
         assert running.counter("toolscore.dropped", **{"toolscore.reason": "forward_failed"}) == 6
     finally:
         running.service.shutdown(timeout_s=5)
+
+
+
+def forwarded_span_ids(backend: Capture) -> set[bytes]:
+    with backend.lock:
+        reqs = list(backend.requests["/v1/traces"])
+    return {sp.span_id + sp.trace_id for r in reqs for rs in r.resource_spans for ss in rs.scope_spans for sp in ss.spans}
+
+
+def test_serve_forward_under_load_loses_nothing() -> None:
+    """The real command, forwarding to a real OTLP/HTTP backend through a small queue, under concurrent load."""
+    with capture_server() as (endpoint, backend), serve_process(
+        "--forward", "--export", "--export-endpoint", endpoint, "--export-protocol", "http/protobuf",
+        "--forward-queue-spans", "512", "--quiet-period-ms", "20", "--metric-export-interval-ms", "200",
+    ) as (proc, info):
+        requests = [spans_request(20, 3, seed=i) for i in range(150)]  # 9,000 spans
+        refusals = send_with_retries(f"127.0.0.1:{info['grpc_port']}", requests, deadline_s=100)
+        sent = {sp.span_id + sp.trace_id for r in requests for rs in r.resource_spans for ss in rs.scope_spans
+                for sp in ss.spans}
+        assert backend.wait_for(lambda: sent <= forwarded_span_ids(backend), timeout=60), (
+            f"{len(sent - forwarded_span_ids(backend))} of {len(sent)} spans not forwarded"
+        )
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+        assert proc.returncode == 0
+    drops = {p[0].get("toolscore.reason"): p[1].as_int for p in backend.metric_points("toolscore.dropped")}
+    assert not {k: v for k, v in drops.items() if k.startswith(("forward", "drain")) and v}, drops
+    assert refusals >= 0
 
 
 # -- draining -----------------------------------------------------------------------------------------

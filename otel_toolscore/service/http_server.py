@@ -237,9 +237,13 @@ class HttpServer:
             self._observe("length_required", path)
             return Answer(411, b"Content-Length required\n", close=True)
         limit = self.limits.max_request_bytes
-        if length_text is not None and int(length_text) > limit:  # h11 checked it is a non-negative integer
+        # h11 checked it is a non-negative integer; more than 18 digits is over any limit (and int() refuses
+        # strings of thousands of digits).
+        length = (int(length_text) if len(length_text) <= 18 else limit + 1) if length_text is not None else 0
+        if length > limit:
             self._observe("too_large", path)
-            return Answer(413, f"request body of {int(length_text)} bytes is over the limit of {limit}\n".encode(), close=True)
+            shown = length_text if length_text is not None and len(length_text) <= 18 else "more than 10^18"
+            return Answer(413, f"request body of {shown} bytes is over the limit of {limit}\n".encode(), close=True)
         if conn.they_are_waiting_for_100_continue:
             await self._write(writer, conn.send(h11.InformationalResponse(status_code=100, headers=[])))
         parts: list[bytes] = []
