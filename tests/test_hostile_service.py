@@ -500,6 +500,30 @@ def test_serve_forward_under_load_loses_nothing() -> None:
     assert refusals >= 0
 
 
+
+def test_the_buffer_byte_bound_bounds_memory() -> None:
+    """max_pending_bytes is an estimate: it must track what the buffered spans really cost."""
+    budget = 64 << 20
+    with serve_process("--quiet-period-ms", "600000", "--hard-timeout-s", "3600", "--max-pending-spans", "10000000",
+                       "--max-pending-bytes", str(budget)) as (proc, info):
+        channel = grpc.insecure_channel(f"127.0.0.1:{info['grpc_port']}")
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        stub.Export(spans_request(10, 3, seed=999), timeout=30)  # warm up (imports, first allocations)
+        before = rss_mb(proc.pid)
+        refused = False
+        for i in range(200):
+            try:
+                stub.Export(spans_request(1000, 3, seed=i), timeout=30)
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and retry_info(err) is not None
+                refused = True
+                break
+        channel.close()
+        grown = rss_mb(proc.pid) - before
+    assert refused, "the byte budget never refused"
+    assert grown < 2 * (budget >> 20), f"{grown:.0f} MB of RSS for a {budget >> 20} MiB budget"
+
+
 # -- draining -----------------------------------------------------------------------------------------
 def test_drain_keeps_its_deadline_and_counts_what_it_could_not_score() -> None:
     """SIGTERM with 400k buffered spans and --drain-timeout-s 10 took 33 s."""
