@@ -92,13 +92,17 @@ def retry_info(err: grpc.RpcError) -> error_details_pb2.RetryInfo | None:
 
 
 @contextlib.contextmanager
-def serve_process(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], dict[str, Any]]]:
+def serve_process(
+    *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+) -> Iterator[tuple[subprocess.Popen[str], dict[str, Any]]]:
     """A real `otel-toolscore serve` on ephemeral 127.0.0.1 ports, memory-limited, always stopped."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
     environ.update(env or {})
 
     def limits() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
     proc = subprocess.Popen(
         [*CLI, "serve", "--grpc-port", "0", "--http-port", "0", "--no-export", "--log-level", "WARNING", *args],
@@ -331,6 +335,29 @@ def test_idle_half_open_connections_are_bounded_and_closed() -> None:
         sock = raw_post(port, "Content-Length: 0\r\n")
         assert status_line(sock) == 200
         sock.close()
+
+
+def test_the_connection_limit_stays_within_the_open_file_limit() -> None:
+    """With 600 file descriptors, 1,024 connections cannot be honoured: the limit shrinks and answers 503, never EMFILE."""
+    with serve_process("--http-max-connections", "1024", open_files=600) as (proc, info):
+        socks = open_many(info["http_port"], 550)
+        try:
+            time.sleep(0.5)
+            for s in socks:
+                with contextlib.suppress(OSError):
+                    s.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            got = answers(socks, timeout=30)
+        finally:
+            for s in socks:
+                s.close()
+        assert got.get(200, 0) + got.get(503, 0) == 550, got
+        assert got.get(503, 0) >= 100, got
+        sock = raw_post(info["http_port"], "Content-Length: 0\r\n")
+        assert status_line(sock) == 200
+        sock.close()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert "open-file limit (600)" in err
 
 
 # -- gRPC ---------------------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)
         return 2
+    _raise_open_file_limit()
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -102,3 +103,16 @@ def run(args: argparse.Namespace) -> int:
     service.shutdown()
     print(json.dumps({"event": "stopped"}), flush=True)
     return 0
+
+
+def _raise_open_file_limit() -> None:
+    """Open-file soft limit up to the hard one: every OTLP/HTTP connection is a file descriptor."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else 65_536
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, OSError, ValueError):
+        pass

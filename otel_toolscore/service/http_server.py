@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import socket
 import threading
@@ -45,6 +46,8 @@ _log = logging.getLogger(__name__)
 LISTEN_BACKLOG = 4096
 _CHUNK = 65_536
 _MAX_HEADER_BYTES = 64 * 1024
+#: File descriptors kept for everything but OTLP/HTTP connections (gRPC, exporters, files).
+_FD_RESERVE = 256
 #: Worker threads decoding received bodies (decoding is CPU-bound: more threads would only queue on the GIL).
 DECODE_WORKERS = 4
 
@@ -103,7 +106,7 @@ class HttpServer:
         self._sock = socket.create_server((host.strip("[]"), port), family=family, backlog=LISTEN_BACKLOG)
         self._sock.setblocking(False)
         self.port: int = self._sock.getsockname()[1]
-        self.limits = limits
+        self.limits = limits = _within_file_limit(limits)
         self._handle = handle
         self._precheck = precheck
         self._observe = observe
@@ -307,6 +310,25 @@ class HttpServer:
         except asyncio.TimeoutError:
             self._observe("read_timeout", None)
             writer.transport.abort()
+
+
+def _within_file_limit(limits: HttpLimits) -> HttpLimits:
+    """``limits`` with at most as many connections as the process may open files (less a reserve),
+    so the limit answers 503 rather than ``accept()`` failing with EMFILE."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return limits
+    if soft == resource.RLIM_INFINITY or limits.max_connections <= soft - _FD_RESERVE:
+        return limits
+    allowed = max(1, soft - _FD_RESERVE)
+    _log.warning(
+        "otel-toolscore serve: http_max_connections %d is above what the open-file limit (%d) allows; using %d "
+        "(raise the limit with `ulimit -n`)", limits.max_connections, soft, allowed,
+    )
+    return dataclasses.replace(limits, max_connections=allowed)
 
 
 def _raw(status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> bytes:
