@@ -215,8 +215,8 @@ def test_trickling_clients_hold_no_slot_and_are_cut_off(svc: Running) -> None:
         health.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert status_line(health) == 200  # ready, and truly: the POSTs above were taken
         health.close()
-        # The read timeout (2 s here) cuts every trickler off with 408.
-        assert sorted({status_line(s, timeout=15) for s in tricklers}) == [408]
+        # The read timeout (2 s here) cuts every trickler off (503 + Retry-After: a slow honest sender retries).
+        assert sorted({status_line(s, timeout=15) for s in tricklers}) == [503]
     finally:
         stop.set()
         t.join(5)

@@ -8,8 +8,9 @@ this module adds the limits:
 
 - at most ``http_max_connections`` open connections; past it a new connection is answered 503 with
   ``Retry-After`` and closed at once (a real listen backlog, :data:`LISTEN_BACKLOG`, holds bursts);
-- a request (headers and body) must arrive within ``http_read_timeout_s`` of its first byte, a
-  fresh connection must send its first request within it, and a kept-alive connection may idle
+- a request (headers and body) must arrive within ``http_read_timeout_s`` of its first byte (else
+  503 + ``Retry-After``: OTLP senders retry that, and keep the data), a fresh connection must send
+  its first request within it (else 408), and a kept-alive connection may idle
   ``http_idle_timeout_s`` between requests: slow or silent clients are cut off, never waited for;
 - a body longer than ``max_request_bytes`` is refused (413) from its ``Content-Length``, or as
   soon as a chunked body passes it, without reading the rest; a POST without a length is 411;
@@ -256,8 +257,11 @@ class HttpServer:
                 try:
                     event = await self._next(conn, reader, deadline)
                 except _Timeout:
+                    # 503 + Retry-After rather than 408: OTLP senders retry only 429/502/503/504, and a
+                    # slow but honest sender should keep its data.
                     self._observe("read_timeout", path)
-                    return Answer(408, b"request body not received in time\n", close=True)
+                    text = f"request body not received within {self.limits.read_timeout_s:g} s; retry later\n"
+                    return Answer(503, text.encode(), headers={"Retry-After": str(self.limits.retry_after_s)}, close=True)
                 except h11.RemoteProtocolError as exc:
                     self._observe("protocol_error", path)
                     return Answer(400, f"bad request: {exc}\n".encode(), close=True)
