@@ -284,7 +284,11 @@ class HttpServer:
             body = b"".join(parts)
             parts.clear()
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._workers, self._handle, method, path, headers, body)
+            try:
+                return await loop.run_in_executor(self._workers, self._handle, method, path, headers, body)
+            except Exception:
+                _log.exception("otel-toolscore serve: handling %s %s failed", method, path)
+                return Answer(500, b"internal error (logged by the service)\n", close=True)
         finally:
             self.inflight_bytes -= held
 
