@@ -39,6 +39,8 @@ from tests.tools.otlp import Capture, capture_server, wait_port
 
 pytestmark = pytest.mark.timeout(120)
 
+#: Traces per concurrent gRPC call: enough decoding work that hundreds of calls are in flight at once.
+PER_CALL_TRACES = 40
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
@@ -363,11 +365,13 @@ def test_the_connection_limit_stays_within_the_open_file_limit() -> None:
 # -- gRPC ---------------------------------------------------------------------------------------------
 def test_four_hundred_concurrent_grpc_exports_are_taken_or_refused_retryably() -> None:
     """400 concurrent Exports: 857 refused "Concurrent RPC limit exceeded!" without RetryInfo, uncounted."""
-    running = start_service(max_pending_spans=600, quiet_period_ms=60_000, hard_timeout_s=120)
+    per_call = 3 * PER_CALL_TRACES
+    running = start_service(max_pending_spans=200 * per_call, quiet_period_ms=60_000, hard_timeout_s=120)
     try:
+        requests = [spans_request(PER_CALL_TRACES, 3, seed=i) for i in range(400)]
         channels = [grpc.insecure_channel(running.grpc_target) for _ in range(4)]
         stubs = [trace_service_pb2_grpc.TraceServiceStub(c) for c in channels]
-        calls = [stubs[i % 4].Export.future(spans_request(1, 3, seed=i), timeout=60) for i in range(400)]
+        calls = [stubs[i % 4].Export.future(req, timeout=60) for i, req in enumerate(requests)]
         ok = refused = 0
         for call in calls:
             try:
@@ -381,11 +385,11 @@ def test_four_hundred_concurrent_grpc_exports_are_taken_or_refused_retryably() -
         for c in channels:
             c.close()
         assert ok + refused == 400
-        assert ok * 3 == running.service.buffer.spans  # what was acknowledged is held
-        assert refused > 0  # the buffer (600 spans) cannot take 1,200
-        assert running.counter("toolscore.service.refused", **{"toolscore.reason": "overload"}) == refused * 3
+        assert ok * per_call == running.service.buffer.spans  # what was acknowledged is held
+        assert refused > 0  # the buffer holds half of what is sent
+        assert running.counter("toolscore.service.refused", **{"toolscore.reason": "overload"}) == refused * per_call
         # Nothing refused by the transport itself: every refusal is the service's, counted.
-        assert running.counter("toolscore.service.received", **{"toolscore.signal": "spans"}) == ok * 3
+        assert running.counter("toolscore.service.received", **{"toolscore.signal": "spans"}) == ok * per_call
     finally:
         running.service.shutdown(timeout_s=5)
 

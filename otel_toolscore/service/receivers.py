@@ -8,11 +8,12 @@ is not OTLP is ``INVALID_ARGUMENT`` / 400 and one over ``max_request_bytes`` is 
 without RetryInfo / 413 (not retryable: the same bytes would fail again), each with the reason and
 counted in ``toolscore.service.refused``.
 
-The gRPC server sets no concurrent-RPC limit: grpcio's own refusal ("Concurrent RPC limit
-exceeded!") carries no RetryInfo, so OTLP senders would drop the data, and it is counted nowhere.
-Instead each connection carries at most :data:`GRPC_MAX_STREAMS_PER_CONNECTION` calls at once
-(HTTP/2 flow control: the sender waits, nothing is refused), a call's message is read only when a
-worker takes it, and the buffer's limits refuse (retryable, counted) what does not fit.
+The gRPC server sets no concurrent-RPC or concurrent-stream limit: grpcio's own refusal
+("Concurrent RPC limit exceeded!") carries no RetryInfo, so OTLP senders would drop the data, and a
+stream limit is enforced by resetting streams (``REFUSED_STREAM``, seen as ``UNAVAILABLE``) before
+the sender has learnt it; neither is counted. Instead a call waits for one of
+:data:`GRPC_WORKERS` workers, its message is read only when a worker takes it (until then HTTP/2
+flow control holds the sender), and the buffer's limits refuse (retryable, counted) what does not fit.
 """
 
 from __future__ import annotations
@@ -40,14 +41,12 @@ if TYPE_CHECKING:
     from .app import IntakeResult, ScoringService
     from .settings import ServiceSettings
 
-__all__ = ["GRPC_MAX_STREAMS_PER_CONNECTION", "GRPC_WORKERS", "GrpcReceiver", "HttpReceiver"]
+__all__ = ["GRPC_WORKERS", "GrpcReceiver", "HttpReceiver"]
 
 _log = logging.getLogger(__name__)
 
 #: Threads handling gRPC calls (decoding is CPU-bound; calls beyond them wait, unread, in order).
 GRPC_WORKERS = 8
-#: HTTP/2 streams (calls) one connection carries at once; the sender queues the rest itself.
-GRPC_MAX_STREAMS_PER_CONNECTION = 128
 _OVERLOAD_MESSAGE = "scoring service buffer is full; retry later"
 _REJECTED_MESSAGE = "spans without a trace id or span id"
 
@@ -131,7 +130,6 @@ class GrpcReceiver:
             futures.ThreadPoolExecutor(max_workers=GRPC_WORKERS, thread_name_prefix="otel-toolscore-grpc"),
             options=[
                 ("grpc.max_receive_message_length", transport_limit),
-                ("grpc.max_concurrent_streams", GRPC_MAX_STREAMS_PER_CONNECTION),
                 ("grpc.so_reuseport", 0),  # a second replica on the same port must fail, not share it
             ],
         )
