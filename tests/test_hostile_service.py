@@ -411,6 +411,46 @@ def test_malformed_and_oversized_grpc_messages_are_answered_as_otlp_says(svc: Ru
     assert svc.counter("toolscore.service.refused", **{"toolscore.reason": "too_large"}) == 1
 
 
+
+def test_compression_bombs_are_refused_with_the_reason(svc: Running) -> None:
+    """20 MB of zeros compressed to about 20 KB: the decompressed size is what the limit bounds, on both transports."""
+    import gzip
+
+    bomb = gzip.compress(b"\x0a" + b"\x00" * (20 * 1000 * 1000), compresslevel=9)
+    assert len(bomb) < 100_000
+    sock = raw_post(svc.service.http_port, f"Content-Length: {len(bomb)}\r\nContent-Encoding: gzip\r\n", bomb)
+    assert status_line(sock) == 400
+    sock.close()
+    channel = grpc.insecure_channel(svc.grpc_target)
+    export = channel.unary_unary(EXPORT, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    with pytest.raises(grpc.RpcError) as big:
+        export(b"\x0a" + b"\x00" * (20 * 1000 * 1000), timeout=30, compression=grpc.Compression.Gzip)
+    assert big.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, big.value
+    channel.close()
+    assert svc.counter("toolscore.service.refused", **{"toolscore.reason": "invalid"}) == 1  # the HTTP bomb
+    assert svc.counter("toolscore.service.refused", **{"toolscore.reason": "too_large"}) == 1  # the gRPC one
+
+
+def test_a_chunked_body_over_the_limit_is_cut_off() -> None:
+    running = start_service(max_request_bytes=64 * 1024)
+    try:
+        sock = raw_post(running.service.http_port, "Transfer-Encoding: chunked\r\n")
+        chunk = b"\x00" * 16384
+        with contextlib.suppress(OSError):
+            for _ in range(8):  # 128 KiB in 16 KiB chunks: past the 64 KiB limit half-way
+                sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        assert status_line(sock) == 413
+        sock.close()
+        assert running.counter("toolscore.service.refused", **{"toolscore.reason": "too_large"}) == 1
+        # A chunked body within the limit is taken.
+        body = spans_request(1).SerializeToString()
+        ok = raw_post(running.service.http_port, "Transfer-Encoding: chunked\r\n", b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n")
+        assert status_line(ok) == 200
+        ok.close()
+    finally:
+        running.service.shutdown(timeout_s=5)
+
+
 # -- enrich-and-forward under load ---------------------------------------------------------------------
 class SlowExporter(SpanExporter):
     """A downstream that takes its time (and can fail): forwarding must push back, not drop."""
