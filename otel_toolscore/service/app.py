@@ -249,6 +249,7 @@ class ScoringService:
         self._pending_spans_gauge = meter.create_observable_gauge(
             names.METRIC_SERVICE_PENDING_SPANS, [pending_spans], unit="{span}", description="Spans buffered by the service."
         )
+
         def forward_backlog(_options: CallbackOptions) -> Iterable[Observation]:
             return [Observation(buffer_ref.forward_backlog)] if buffer_ref._forward is not None else []
 
@@ -260,7 +261,7 @@ class ScoringService:
             names.METRIC_SERVICE_PENDING_BYTES,
             [pending_bytes],
             unit="By",
-            description="Estimated bytes buffered by the service (encoded size plus per-span overhead).",
+            description="Estimated bytes buffered by the service (twice the encoded size plus per-span overhead).",
         )
 
     def _count_drop(self, reason: str, amount: int) -> None:

@@ -57,7 +57,7 @@ class ServiceSettings(BaseModel):
     )
     max_pending_bytes: int = Field(
         256 * 1024 * 1024, ge=1024, le=1 << 40,
-        description="Estimated bytes buffered at once (encoded size plus per-span overhead); past it requests are refused.",
+        description="Estimated bytes buffered at once (twice the encoded size plus 2 KiB per span: close to the memory they take); past it requests are refused.",
     )
     max_request_bytes: int = Field(
         16 * 1024 * 1024, ge=1024, le=1 << 32, description="Largest OTLP request body accepted (HTTP and gRPC)."
