@@ -248,6 +248,32 @@ def test_readyz_tells_the_truth_when_connections_are_exhausted() -> None:
         running.service.shutdown(timeout_s=5)
 
 
+
+def test_bodies_in_flight_share_a_byte_budget() -> None:
+    """Many large bodies arriving at once: memory is bounded by a budget of 4 request limits (past it 429, retryable)."""
+    running = start_service(max_request_bytes=64 * 1024, http_read_timeout_s=2)
+    try:
+        socks = [raw_post(running.service.http_port, "Content-Length: 60000\r\n", b"\x00" * 50_000) for _ in range(8)]
+        # Five partial bodies (250,000 bytes) fit in the 262,144-byte budget; three more do not: 429 at once.
+        # The five never finish: cut off at the read timeout (503, retryable).
+        got = sorted(status_line(s) for s in socks)
+        assert got == [429] * 3 + [503] * 5, got
+        for s in socks:
+            s.close()
+        assert running.counter("toolscore.service.refused", **{"toolscore.reason": "overload"}) == 3
+        assert running.counter("toolscore.service.refused", **{"toolscore.reason": "read_timeout"}) == 5
+    finally:
+        running.service.shutdown(timeout_s=5)
+
+
+def test_oversized_headers_are_refused(svc: Running) -> None:
+    sock = socket.create_connection(("127.0.0.1", svc.service.http_port), timeout=10)
+    with contextlib.suppress(OSError):
+        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nX-Junk: " + b"a" * 200_000 + b"\r\n\r\n")
+    assert status_line(sock) == 431
+    sock.close()
+
+
 # -- HTTP: thousands of connections --------------------------------------------------------------------
 def open_many(port: int, n: int) -> list[socket.socket]:
     """``n`` connections started at once (non-blocking connects), established when returned."""
