@@ -646,6 +646,37 @@ def test_drain_keeps_its_deadline_and_counts_what_it_could_not_score() -> None:
     assert running.service.buffer.spans == 0
 
 
+
+class StuckExporter(SpanExporter):
+    """A downstream that hangs until released: the drain must not wait for it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.release.wait(60)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.release.set()
+
+
+def test_drain_with_a_hung_forwarding_exporter_keeps_its_deadline() -> None:
+    exporter = StuckExporter()
+    running = forwarding_service(exporter, forward_queue_spans=64, quiet_period_ms=600_000, hard_timeout_s=3600)
+    try:
+        for i in range(10):
+            assert running.service.accept_spans(spans_request(20, 3, seed=i)).accepted  # 600 spans, 10x the queue
+        start = time.monotonic()
+        running.service.shutdown(timeout_s=2.0)
+        took = time.monotonic() - start
+    finally:
+        exporter.release.set()
+    assert took < 5, f"a 2 s drain took {took:.1f} s"
+    dropped = running.counter("toolscore.dropped", **{"toolscore.reason": "drain_timeout"})
+    assert dropped >= 600 - 64 - 1, dropped  # at most the queue's worth was handed over; the rest counted
+
+
 def test_sigterm_drain_of_the_serve_command_keeps_its_deadline() -> None:
     with serve_process(
         "--quiet-period-ms", "600000", "--hard-timeout-s", "3600", "--max-pending-spans", "1000000",

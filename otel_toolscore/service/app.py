@@ -465,7 +465,7 @@ class ScoringService:
         self._drain_deadline = start + 0.6 * budget
         flushed_by = start + 0.85 * budget
         if self._forward is not None:
-            self._forward.deadline = self._drain_deadline
+            self._forward.set_deadline(self._drain_deadline)
         grpc_recv = self._receivers[0] if self._receivers else None
         if grpc_recv is not None:
             grpc_recv.stop(grace=min(2.0, budget / 4))
@@ -474,7 +474,7 @@ class ScoringService:
             self._scorer.join(timeout=max(0.1, self._drain_deadline - time.monotonic()))
         self.score_due(everything=True)
         if self._forward is not None:
-            self._forward.deadline = flushed_by
+            self._forward.set_deadline(flushed_by)
         self.processor.shutdown(timeout_millis=int(max(0.1, flushed_by - time.monotonic()) * 1000))
         if self._forward is not None:
             self._forward.abandon()  # spans the exporter did not take in time: counted before the metrics' last export

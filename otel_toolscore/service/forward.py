@@ -63,7 +63,7 @@ class ForwardQueue(SpanProcessor):
         self._held = 0  # handed to the batch processor, not yet through the exporter
         self._closed = False
         self._abandoned = False
-        self.deadline: float | None = None  # a drain's deadline: waits end there
+        self.deadline: float | None = None  # a drain's deadline: waits end there (set with set_deadline)
         # Batches of at most a quarter of the capacity, so one is due well before requests are refused.
         self._batch = BatchSpanProcessor(
             _CountingExporter(exporter, self._exported),
@@ -79,6 +79,12 @@ class ForwardQueue(SpanProcessor):
     @property
     def backlogged(self) -> bool:
         return self._held >= self.capacity // 2
+
+    def set_deadline(self, deadline: float) -> None:
+        """A drain began: no wait for room lasts past ``deadline`` (waiting scorers are told now)."""
+        with self._cond:
+            self.deadline = deadline
+            self._cond.notify_all()
 
     def _exported(self, count: int, ok: bool) -> None:
         if self._abandoned:
