@@ -325,18 +325,22 @@ def answers(socks: Sequence[socket.socket], timeout: float) -> dict[int, int]:
     return got
 
 
+def health_checks(socks: Sequence[socket.socket], timeout: float) -> dict[int, int]:
+    """Send ``GET /healthz`` on every socket at once; the answers (see :func:`answers`); the sockets closed."""
+    try:
+        for s in socks:
+            with contextlib.suppress(OSError):
+                s.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return answers(socks, timeout=timeout)
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_two_thousand_simultaneous_connects_are_answered() -> None:
     """2,000 simultaneous connects got 20-26% answered (listen backlog 5)."""
     with serve_process() as (proc, info):
-        socks = open_many(info["http_port"], 2000)
-        try:
-            for s in socks:
-                with contextlib.suppress(OSError):
-                    s.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            got = answers(socks, timeout=60)
-        finally:
-            for s in socks:
-                s.close()
+        got = health_checks(open_many(info["http_port"], 2000), timeout=60)
         answered = sum(n for code, n in got.items() if code in (200, 503))
         assert answered >= 1900, got  # every one answered, 503 (retryable) past the connection limit
         assert threads_of(proc.pid) < 64
@@ -369,15 +373,8 @@ def test_the_connection_limit_stays_within_the_open_file_limit() -> None:
     """With 600 file descriptors, 1,024 connections cannot be honoured: the limit shrinks and answers 503, never EMFILE."""
     with serve_process("--http-max-connections", "1024", open_files=600) as (proc, info):
         socks = open_many(info["http_port"], 550)
-        try:
-            time.sleep(0.5)
-            for s in socks:
-                with contextlib.suppress(OSError):
-                    s.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            got = answers(socks, timeout=30)
-        finally:
-            for s in socks:
-                s.close()
+        time.sleep(0.5)
+        got = health_checks(socks, timeout=30)
         assert got.get(200, 0) + got.get(503, 0) == 550, got
         assert got.get(503, 0) >= 100, got
         sock = raw_post(info["http_port"], "Content-Length: 0\r\n")
