@@ -261,7 +261,7 @@ def test_bad_bodies_are_answered_and_counted(svc: Running) -> None:
     assert status == 415
     status, _, _ = post(f"{svc.http}/v1/metrics", b"", "application/x-protobuf")
     assert status == 404
-    assert svc.counter("toolscore.service.refused", **{"toolscore.reason": "invalid"}) == 2
+    assert svc.counter("toolscore.service.refused", **{"toolscore.reason": "invalid"}) == 3  # the 415 too
 
 
 def test_log_records_join_the_runs(svc: Running) -> None:

@@ -46,6 +46,10 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--retry-after-s", type=int, help="retry delay advertised when refusing under overload")
     g.add_argument("--metric-export-interval-ms", type=int, help="metric export period")
     g.add_argument("--recent-traces", type=int, help="completed trace ids remembered to recognise late spans")
+    g.add_argument("--http-read-timeout-s", type=float, help="longest time to receive one OTLP/HTTP request (default 10)")
+    g.add_argument("--http-idle-timeout-s", type=float, help="close kept-alive OTLP/HTTP connections idle this long (default 30)")
+    g.add_argument("--http-max-connections", type=int, help="open OTLP/HTTP connections at once (default 1024)")
+    g.add_argument("--forward-queue-spans", type=int, help="--forward: spans waiting for export at once (default 16384)")
     s = p.add_argument_group("scoring")
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
     s.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
@@ -56,7 +60,8 @@ def add_parser(sub: Any) -> None:
 _SERVICE_FLAGS = (
     "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_s", "max_pending_spans", "max_pending_bytes",
     "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_s",
-    "retry_after_s", "metric_export_interval_ms", "recent_traces",
+    "retry_after_s", "metric_export_interval_ms", "recent_traces", "http_read_timeout_s", "http_idle_timeout_s",
+    "http_max_connections", "forward_queue_spans",
 )
 _SCORING_FLAGS = ("rules", "expected_tool")
 
@@ -97,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)
         return 2
+    _raise_open_file_limit()
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -118,3 +124,16 @@ def run(args: argparse.Namespace) -> int:
     service.shutdown()
     print(json.dumps({"event": "stopped"}), flush=True)
     return 0
+
+
+def _raise_open_file_limit() -> None:
+    """Open-file soft limit up to the hard one: every OTLP/HTTP connection is a file descriptor."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else 65_536
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ImportError, OSError, ValueError):
+        pass

@@ -37,6 +37,7 @@ from ..online.processor import ToolScoreSpanProcessor
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, decode_spans, with_parent_remote
+from .forward import ForwardQueue
 from .settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -151,8 +152,9 @@ class ScoringService:
         self._owned: list[Any] = []  # providers built here, shut down here
         self._build_outputs(meter_provider, logger_provider, span_exporter)
         downstream: SpanProcessor | None = None
+        self._forward: ForwardQueue | None = None
         if svc.forward and self._span_exporter is not None:
-            downstream = BatchSpanProcessor(self._span_exporter)
+            downstream = self._forward = ForwardQueue(self._span_exporter, svc.forward_queue_spans, self._count_drop)
         # The service's own spans (the judge's carrier spans). With forwarding they share the forwarded
         # spans' exporting processor (which the scoring processor shuts down after draining the judge).
         self.tracer_provider = TracerProvider(resource=self._resource)
@@ -173,8 +175,6 @@ class ScoringService:
             settings=config.scoring,
             on_scored=on_scored,
         )
-        # A forward-only exporter for late spans (their trace was scored already): straight out.
-        self._late_downstream = downstream
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,
             max_bytes=svc.max_pending_bytes,
@@ -185,6 +185,7 @@ class ScoringService:
         self._instruments()
         self._stop = threading.Event()
         self._draining = False
+        self._drain_deadline: float | None = None  # scoring stops here while draining
         self._started = False
         self._scorer = threading.Thread(target=self._run_scorer, name="otel-toolscore-service-scorer", daemon=True)
         self._score_lock = threading.Lock()
@@ -248,12 +249,23 @@ class ScoringService:
         self._pending_spans_gauge = meter.create_observable_gauge(
             names.METRIC_SERVICE_PENDING_SPANS, [pending_spans], unit="{span}", description="Spans buffered by the service."
         )
+
+        def forward_backlog(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(buffer_ref.forward_backlog)] if buffer_ref._forward is not None else []
+
+        self._forward_gauge = meter.create_observable_gauge(
+            names.METRIC_SERVICE_FORWARD_BACKLOG, [forward_backlog], unit="{span}",
+            description="Enrich-and-forward: spans handed to the exporter and not yet exported.",
+        )
         self._pending_bytes_gauge = meter.create_observable_gauge(
             names.METRIC_SERVICE_PENDING_BYTES,
             [pending_bytes],
             unit="By",
-            description="Estimated bytes buffered by the service (encoded size plus per-span overhead).",
+            description="Estimated bytes buffered by the service (twice the encoded size plus per-span overhead).",
         )
+
+    def _count_drop(self, reason: str, amount: int) -> None:
+        self.processor.emitter.count_drop(reason, amount)
 
     # -- intake (called by the receivers, on their threads) --------------------------------------------
     @property
@@ -261,8 +273,20 @@ class ScoringService:
         return self._draining
 
     @property
+    def forward_backlog(self) -> int:
+        """Spans handed to the forwarding exporter and not yet exported (0 without ``--forward``)."""
+        return 0 if self._forward is None else self._forward.held
+
+    @property
     def ready(self) -> bool:
-        return self._started and not self._draining and not self.buffer.saturated
+        """Whether a new request would be taken now (what ``/readyz`` answers)."""
+        return (
+            self._started
+            and not self._draining
+            and not self.buffer.saturated
+            and not (self._forward is not None and self._forward.backlogged)
+            and not any(getattr(r, "saturated", False) for r in self._receivers)
+        )
 
     def refuse(self, signal: str, reason: str, count: int) -> None:
         """Count items refused before decoding (invalid or too-large bodies)."""
@@ -274,7 +298,9 @@ class ScoringService:
         if self._draining:
             self.refuse("spans", "draining", total)
             return IntakeResult(False, "draining")
-        if self.buffer.saturated:  # refuse before spending CPU on decoding
+        # Refuse before spending CPU on decoding: the buffer is full, or forwarding is behind (the
+        # sender keeps the data until the exporter catches up, rather than the queue dropping it).
+        if self.buffer.saturated or (self._forward is not None and self._forward.backlogged):
             self.refuse("spans", "overload", total)
             return IntakeResult(False, "overload")
         decoded = list(decode_spans(request))
@@ -285,8 +311,10 @@ class ScoringService:
             return IntakeResult(False, "overload")
         if invalid:
             self.processor.emitter.count_drop("invalid_span", invalid)
-        if decoded:
-            self._received.add(len(decoded), {names.ATTR_SIGNAL: "spans"})
+        if admission.duplicates:
+            self.processor.emitter.count_drop("duplicate_span", admission.duplicates)
+        if len(decoded) > admission.duplicates:
+            self._received.add(len(decoded) - admission.duplicates, {names.ATTR_SIGNAL: "spans"})
         if admission.late:
             self._late(admission.late)
         return IntakeResult(True, rejected=invalid)
@@ -294,10 +322,10 @@ class ScoringService:
     def _late(self, late: list[DecodedSpan]) -> None:
         """Spans of a trace already scored: forwarded unscored (enrich-and-forward), counted."""
         self.processor.emitter.count_drop("late_span", len(late))
-        if self._late_downstream is not None:
+        if self._forward is not None:
             for d in late:
                 try:
-                    self._late_downstream.on_end(d.span)
+                    self._forward.put(d.span, wait=False)  # a receiver thread: never waits (a full queue counts it)
                 except Exception:
                     self.processor.emitter.count_drop("downstream_error")
 
@@ -339,16 +367,38 @@ class ScoringService:
                 _log.exception("otel-toolscore serve: scoring failed")
 
     def score_due(self, *, everything: bool = False) -> int:
-        """Score the traces that are due now (all of them with ``everything``); how many."""
+        """Score the traces that are due now (all of them with ``everything``); how many.
+
+        While draining, scoring stops at the drain's deadline: traces left are counted in
+        ``toolscore.dropped`` (``drain_timeout``, per span) and released.
+        """
         with self._score_lock:
             due = self.buffer.take_due(everything=everything)
-            for trace, why in due:
+            scored = 0
+            for i, (trace, why) in enumerate(due):
+                deadline = self._drain_deadline
+                if deadline is not None and time.monotonic() >= deadline:
+                    self._abandon(due[i:])
+                    break
                 try:
                     self._replay(trace)
                 finally:
                     self.buffer.release(trace)
                     self._traces.add(1, {names.ATTR_OUTCOME: why})
-            return len(due)
+                scored += 1
+            return scored
+
+    def _abandon(self, traces: Sequence[tuple[PendingTrace, str]]) -> None:
+        spans = logs = 0
+        for trace, _ in traces:
+            spans += len(trace.spans)
+            logs += len(trace.log_facts)
+            self.buffer.release(trace)
+        self.processor.emitter.count_drop("drain_timeout", spans + logs)
+        _log.warning(
+            "otel-toolscore serve: drain deadline reached; %d traces (%d spans, %d log records) not scored",
+            len(traces), spans, logs,
+        )
 
     def _replay(self, trace: PendingTrace) -> None:
         """Run the trace through the processor as the live process ran it."""
@@ -401,29 +451,53 @@ class ScoringService:
         return int(self._receivers[1].port)
 
     def shutdown(self, timeout_s: float | None = None) -> None:
-        """Drain: refuse new data, finish in-flight requests, score everything buffered, flush exports."""
+        """Drain within ``timeout_s`` (default ``drain_timeout_s``): refuse new data, finish in-flight
+        requests, score what the time allows, flush exports. What is left at the deadline is counted
+        in ``toolscore.dropped`` (``drain_timeout``), never waited for."""
         if self._stop.is_set():
             return
         budget = self.config.service.drain_timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + budget
+        start = time.monotonic()
+        deadline = start + budget
         self._draining = True
+        # Scoring gets the first 60% of the budget, the judge and forwarding flush the next 25%,
+        # the final metric and log exports the rest.
+        self._drain_deadline = start + 0.6 * budget
+        flushed_by = start + 0.85 * budget
+        if self._forward is not None:
+            self._forward.set_deadline(self._drain_deadline)
         grpc_recv = self._receivers[0] if self._receivers else None
         if grpc_recv is not None:
             grpc_recv.stop(grace=min(2.0, budget / 4))
         self._stop.set()
         if self._scorer.is_alive():
-            self._scorer.join(timeout=max(0.1, deadline - time.monotonic()))
+            self._scorer.join(timeout=max(0.1, self._drain_deadline - time.monotonic()))
         self.score_due(everything=True)
-        self.processor.shutdown()  # also drains the judge, whose carrier spans go through tracer_provider
-        self.tracer_provider.shutdown()
+        if self._forward is not None:
+            self._forward.set_deadline(flushed_by)
+        self.processor.shutdown(timeout_millis=int(max(0.1, flushed_by - time.monotonic()) * 1000))
+        if self._forward is not None:
+            self._forward.abandon()  # spans the exporter did not take in time: counted before the metrics' last export
+        _bounded(self.tracer_provider.shutdown, flushed_by)
         for provider in self._owned:
-            try:
-                provider.shutdown()
-            except Exception:
-                _log.debug("provider shutdown failed", exc_info=True)
+            _bounded(provider.shutdown, deadline)
         # The HTTP receiver last: /healthz answers while draining.
         for r in self._receivers[1:]:
             r.stop(grace=0)
+
+
+def _bounded(fn: Callable[[], object], deadline: float) -> None:
+    """Run ``fn`` (an exporter flush or shutdown) for no longer than until ``deadline``."""
+
+    def run() -> None:
+        try:
+            fn()
+        except Exception:
+            _log.debug("shutdown step failed", exc_info=True)
+
+    t = threading.Thread(target=run, name="otel-toolscore-shutdown", daemon=True)
+    t.start()
+    t.join(max(0.05, deadline - time.monotonic()))
 
 
 class _Shared(SpanProcessor):

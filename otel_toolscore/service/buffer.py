@@ -60,6 +60,22 @@ class Admission:
 
     accepted: bool
     late: list[DecodedSpan] = field(default_factory=list)
+    # Spans already held (same trace and span id): a sender retrying a request whose answer it lost.
+    duplicates: int = 0
+
+
+def _new_spans(spans: list[DecodedSpan], traces: dict[int, PendingTrace]) -> list[DecodedSpan]:
+    """``spans`` without those already held or repeated within ``spans`` (retries are idempotent)."""
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for d in spans:
+        key = (d.trace_id, d.span_id)
+        held = traces.get(d.trace_id)
+        if key in seen or (held is not None and d.span_id in held.ids):
+            continue
+        seen.add(key)
+        out.append(d)
+    return out
 
 
 class TraceBuffer:
@@ -102,6 +118,9 @@ class TraceBuffer:
         with self._lock:
             fresh = [d for d in items if d.trace_id not in self._recent]
             late = [d for d in items if d.trace_id in self._recent] if len(fresh) != len(items) else []
+            before = len(fresh)
+            fresh = _new_spans(fresh, self._traces)
+            duplicates = before - len(fresh)
             cost = sum(d.cost for d in fresh)
             if fresh and self._full(len(fresh), cost):
                 return Admission(False)
@@ -116,7 +135,7 @@ class TraceBuffer:
                 trace.add(d)
             self.spans += len(fresh)
             self.bytes += cost
-        return Admission(True, late)
+        return Admission(True, late, duplicates)
 
     def add_log_facts(self, facts: Iterable[tuple[int, SpanFacts]], now: float | None = None) -> tuple[bool, int]:
         """Buffer log facts by trace id; returns (accepted, number late). Log facts do not extend the quiet period."""

@@ -33,8 +33,10 @@ _IS_REMOTE = 0x200
 # OTLP SpanKind numbers (UNSPECIFIED=0, INTERNAL=1, ...) to the SDK's enum (INTERNAL=0, ...).
 _KINDS = (SpanKind.INTERNAL, SpanKind.INTERNAL, SpanKind.SERVER, SpanKind.CLIENT, SpanKind.PRODUCER, SpanKind.CONSUMER)
 _STATUS = (StatusCode.UNSET, StatusCode.OK, StatusCode.ERROR)
-# Rough Python-object overhead of one decoded span beyond its encoded size (memory budget estimate).
-SPAN_OVERHEAD_BYTES = 1024
+# Memory budget estimate of one decoded span: twice its encoded size (attribute dicts and strings)
+# plus the objects around it. Measured: 2.8 KB of RSS per 458-byte span; this estimates 2.96 KB.
+SPAN_SIZE_FACTOR = 2
+SPAN_OVERHEAD_BYTES = 2048
 
 
 class DecodeError(ValueError):
@@ -159,7 +161,7 @@ def decode_spans(request: ExportTraceServiceRequest) -> Iterator[DecodedSpan]:
                     end_time=sp.end_time_unix_nano or sp.start_time_unix_nano or None,
                     instrumentation_scope=scope,
                 )
-                yield DecodedSpan(span, trace_id, span_id, parent_id, remote, sp.ByteSize() + SPAN_OVERHEAD_BYTES)
+                yield DecodedSpan(span, trace_id, span_id, parent_id, remote, SPAN_SIZE_FACTOR * sp.ByteSize() + SPAN_OVERHEAD_BYTES)
 
 
 def with_parent_remote(span: ReadableSpan, remote: bool) -> ReadableSpan:

@@ -3,35 +3,52 @@
 Both answer overload with OTLP's retryable responses: gRPC ``RESOURCE_EXHAUSTED`` carrying a
 ``google.rpc.RetryInfo`` (OTLP makes that code retryable only with it), HTTP 429 with
 ``Retry-After``; a draining service answers gRPC ``UNAVAILABLE`` / HTTP 503 with ``Retry-After``,
-so the sender (a Collector) keeps the data and retries, or sends it to another replica.
+so the sender (a Collector) keeps the data and retries, or sends it to another replica. A body that
+is not OTLP is ``INVALID_ARGUMENT`` / 400 and one over ``max_request_bytes`` is ``RESOURCE_EXHAUSTED``
+without RetryInfo / 413 (not retryable: the same bytes would fail again), each with the reason and
+counted in ``toolscore.service.refused``.
+
+The gRPC server sets no concurrent-RPC or concurrent-stream limit: grpcio's own refusal
+("Concurrent RPC limit exceeded!") carries no RetryInfo, so OTLP senders would drop the data, and a
+stream limit is enforced by resetting streams (``REFUSED_STREAM``, seen as ``UNAVAILABLE``) before
+the sender has learnt it; neither is counted. Instead a call waits for one of
+:data:`GRPC_WORKERS` workers, its message is read only when a worker takes it (until then HTTP/2
+flow control holds the sender), and the buffer's limits refuse (retryable, counted) what does not fit.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import socket
-import threading
 import zlib
+from collections.abc import Iterable
 from concurrent import futures
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 import grpc  # type: ignore[import-untyped,unused-ignore]
 from google.protobuf import any_pb2, duration_pb2, json_format
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped,unused-ignore]
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from .. import __version__
+from ..telemetry import names
 from .decode import DecodeError, parse_logs_request, parse_trace_request
+from .http_server import Answer, HttpLimits, HttpServer
 
 if TYPE_CHECKING:
     from .app import IntakeResult, ScoringService
     from .settings import ServiceSettings
 
-__all__ = ["GrpcReceiver", "HttpReceiver"]
+__all__ = ["GRPC_WORKERS", "GrpcReceiver", "HttpReceiver"]
 
 _log = logging.getLogger(__name__)
+
+#: Threads handling gRPC calls (decoding is CPU-bound; calls beyond them wait, unread, in order).
+GRPC_WORKERS = 8
+_OVERLOAD_MESSAGE = "scoring service buffer is full; retry later"
+_REJECTED_MESSAGE = "spans without a trace id or span id"
 
 
 def _hostport(host: str, port: int) -> str:
@@ -46,17 +63,46 @@ def _retry_status(code: int, message: str, retry_after_s: int) -> status_pb2.Sta
 
 
 # -- gRPC -------------------------------------------------------------------------------------------
-class _GrpcAnswers:
-    def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
+class _GrpcExport:
+    """One Export method (traces or logs): raw bytes in, so size and parse failures are ours to answer and count."""
+
+    def __init__(self, service: ScoringService, settings: ServiceSettings, signal: str) -> None:
         self.service = service
+        self.signal = signal
         self.retry_after_s = settings.retry_after_s
+        self.max_bytes = settings.max_request_bytes
+
+    def __call__(self, body: bytes, context: grpc.ServicerContext) -> Any:
+        service = self.service
+        if len(body) > self.max_bytes:
+            service.refuse(self.signal, "too_large", 1)
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"request of {len(body)} bytes is over the limit of {self.max_bytes} (max_request_bytes)",
+            )
+        try:
+            if self.signal == "spans":
+                result = service.accept_spans(parse_trace_request(body))
+            else:
+                result = service.accept_logs(parse_logs_request(body))
+        except DecodeError as exc:
+            service.refuse(self.signal, "invalid", 1)
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if not result.accepted:
+            self.refuse(context, result)
+        if self.signal == "logs":
+            return logs_service_pb2.ExportLogsServiceResponse()
+        response = trace_service_pb2.ExportTraceServiceResponse()
+        if result.rejected:
+            response.partial_success.rejected_spans = result.rejected
+            response.partial_success.error_message = _REJECTED_MESSAGE
+        return response
 
     def refuse(self, context: grpc.ServicerContext, result: IntakeResult) -> None:
         if result.reason == "draining":
             code, grpc_code, msg = code_pb2.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE, "scoring service is draining"
         else:
-            code, grpc_code = code_pb2.RESOURCE_EXHAUSTED, grpc.StatusCode.RESOURCE_EXHAUSTED
-            msg = "scoring service buffer is full; retry later"
+            code, grpc_code, msg = code_pb2.RESOURCE_EXHAUSTED, grpc.StatusCode.RESOURCE_EXHAUSTED, _OVERLOAD_MESSAGE
         status = _retry_status(code, msg, self.retry_after_s)
         info = error_details_pb2.RetryInfo()
         status.details[0].Unpack(info)
@@ -70,49 +116,33 @@ class _GrpcAnswers:
         context.abort(grpc_code, msg)
 
 
-class _TraceServicer(trace_service_pb2_grpc.TraceServiceServicer):
-    def __init__(self, answers: _GrpcAnswers) -> None:
-        self._a = answers
-
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
-        result = self._a.service.accept_spans(request)
-        if not result.accepted:
-            self._a.refuse(context, result)
-        response = trace_service_pb2.ExportTraceServiceResponse()
-        if result.rejected:
-            response.partial_success.rejected_spans = result.rejected
-            response.partial_success.error_message = "spans without a trace id or span id"
-        return response
-
-
-class _LogsServicer(logs_service_pb2_grpc.LogsServiceServicer):
-    def __init__(self, answers: _GrpcAnswers) -> None:
-        self._a = answers
-
-    def Export(self, request: Any, context: grpc.ServicerContext) -> Any:
-        result = self._a.service.accept_logs(request)
-        if not result.accepted:
-            self._a.refuse(context, result)
-        return logs_service_pb2.ExportLogsServiceResponse()
+def _serialize(message: Any) -> bytes:
+    return message.SerializeToString()  # type: ignore[no-any-return]
 
 
 class GrpcReceiver:
     def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
+        # The transport's own size check answers RESOURCE_EXHAUSTED uncounted; let messages up to
+        # twice the limit through to ours (it counts and names the limit). Calls are read one
+        # worker at a time, so this bounds memory at GRPC_WORKERS * 2 * max_request_bytes.
+        transport_limit = min(2 * settings.max_request_bytes, 2**31 - 1)
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="otel-toolscore-grpc"),
+            futures.ThreadPoolExecutor(max_workers=GRPC_WORKERS, thread_name_prefix="otel-toolscore-grpc"),
             options=[
-                ("grpc.max_receive_message_length", settings.max_request_bytes),
+                ("grpc.max_receive_message_length", transport_limit),
                 ("grpc.so_reuseport", 0),  # a second replica on the same port must fail, not share it
             ],
-            maximum_concurrent_rpcs=64,
         )
-        answers = _GrpcAnswers(service, settings)
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call,unused-ignore]
-            _TraceServicer(answers), self._server
-        )
-        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(  # type: ignore[no-untyped-call,unused-ignore]
-            _LogsServicer(answers), self._server
-        )
+        handlers = []
+        for service_name, signal in (
+            ("opentelemetry.proto.collector.trace.v1.TraceService", "spans"),
+            ("opentelemetry.proto.collector.logs.v1.LogsService", "logs"),
+        ):
+            method = grpc.unary_unary_rpc_method_handler(
+                _GrpcExport(service, settings, signal), request_deserializer=None, response_serializer=_serialize
+            )
+            handlers.append(grpc.method_handlers_generic_handler(service_name, {"Export": method}))
+        self._server.add_generic_rpc_handlers(handlers)
         self.address = _hostport(settings.host, settings.grpc_port)
         self.port = self._server.add_insecure_port(self.address)
         if self.port == 0:
@@ -127,138 +157,147 @@ class GrpcReceiver:
 
 # -- HTTP -------------------------------------------------------------------------------------------
 _PROTOBUF = "application/x-protobuf"
-MAX_CONCURRENT_HTTP_REQUESTS = 32
 _JSON = "application/json"
+_SIGNALS = {"/v1/traces": "spans", "/v1/logs": "logs"}
+#: What the connection layer reports, as the reason of ``toolscore.service.refused`` (a request refused).
+_REFUSED = {"too_large": "too_large", "length_required": "invalid", "protocol_error": "invalid",
+            "overload": "overload", "read_timeout": "read_timeout"}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
+def _status_answer(
+    http_status: int, code: int, message: str, json_body: bool, headers: dict[str, str] | None = None, close: bool = False
+) -> Answer:
+    status = status_pb2.Status(code=code, message=message)
+    if json_body:
+        return Answer(http_status, json_format.MessageToJson(status).encode(), _JSON, headers or {}, close)
+    return Answer(http_status, status.SerializeToString(), _PROTOBUF, headers or {}, close)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        _log.debug("otlp/http %s - %s", self.address_string(), format % args)
 
-    # -- answers ---------------------------------------------------------------------------------
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+class HttpReceiver:
+    """OTLP/HTTP on :class:`~.http_server.HttpServer`: ``/v1/traces``, ``/v1/logs``, ``/healthz``, ``/readyz``."""
 
-    def _status(self, http_status: int, code: int, message: str, json_body: bool, headers: dict[str, str] | None = None) -> None:
-        status = status_pb2.Status(code=code, message=message)
-        if json_body:
-            self._send(http_status, json_format.MessageToJson(status).encode(), _JSON, headers)
+    def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
+        self.service = service
+        self.settings = settings
+        meter = service.meter_provider.get_meter(names.SCOPE_NAME, __version__)
+        self._closed = meter.create_counter(
+            names.METRIC_SERVICE_HTTP_CLOSED,
+            unit="{connection}",
+            description="OTLP/HTTP connections the service closed or refused, by reason (connection_limit, "
+            "read_timeout, idle_timeout, protocol_error).",
+        )
+        limits = HttpLimits(
+            max_request_bytes=settings.max_request_bytes,
+            read_timeout_s=settings.http_read_timeout_s,
+            idle_timeout_s=settings.http_idle_timeout_s,
+            max_connections=settings.http_max_connections,
+            retry_after_s=settings.retry_after_s,
+        )
+        self._server = HttpServer(
+            settings.host, settings.http_port, limits, handle=self._handle, precheck=self._precheck, observe=self._observe
+        )
+        self.port: int = self._server.port
+
+        def open_connections(_options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(self._server.connections)]
+
+        self._connections_gauge = meter.create_observable_gauge(
+            names.METRIC_SERVICE_HTTP_CONNECTIONS, [open_connections], unit="{connection}",
+            description="Open OTLP/HTTP connections.",
+        )
+
+    @property
+    def saturated(self) -> bool:
+        return self._server.saturated
+
+    def start(self) -> None:
+        self._server.start()
+
+    def stop(self, grace: float) -> None:
+        self._server.stop(grace)
+
+    # -- what the connection layer reports ------------------------------------------------------------
+    def _observe(self, event: str, path: str | None) -> None:
+        signal = _SIGNALS.get((path or "").rstrip("/"))
+        if signal is not None and event in _REFUSED:
+            self.service.refuse(signal, _REFUSED[event], 1)
         else:
-            self._send(http_status, status.SerializeToString(), _PROTOBUF, headers)
+            self._closed.add(1, {names.ATTR_REASON: event})
 
-    # -- health ----------------------------------------------------------------------------------
-    def do_GET(self) -> None:
-        service = self.server.service
-        path = self.path.split("?", 1)[0]
+    def _precheck(self, path: str, headers: dict[str, str]) -> Answer | None:
+        """Refuse before the body is read: unknown path, content type or encoding."""
+        if path.rstrip("/") not in _SIGNALS:
+            return Answer(404, b"not found (this service receives /v1/traces and /v1/logs)\n", close=True)
+        content_type = (headers.get("content-type") or _PROTOBUF).split(";", 1)[0].strip().lower()
+        if content_type not in (_JSON, _PROTOBUF):
+            self.service.refuse(_SIGNALS[path.rstrip("/")], "invalid", 1)
+            return _status_answer(415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}", False, close=True)
+        encoding = (headers.get("content-encoding") or "").strip().lower()
+        if encoding not in ("", "identity", "gzip"):
+            self.service.refuse(_SIGNALS[path.rstrip("/")], "invalid", 1)
+            return _status_answer(
+                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}", content_type == _JSON, close=True
+            )
+        return None
+
+    # -- requests -------------------------------------------------------------------------------------
+    def _handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        if method in ("GET", "HEAD"):
+            return self._health(path)
+        return self._post(path.rstrip("/"), headers, body)
+
+    def _health(self, path: str) -> Answer:
+        service = self.service
         if path == "/healthz":
-            self._send(200, b'{"status":"ok"}', _JSON)
-        elif path == "/readyz":
+            return Answer(200, b'{"status":"ok"}', _JSON)
+        if path == "/readyz":
             ready = service.ready
-            body = {
+            doc = {
                 "ready": ready,
                 "draining": service.draining,
                 "pending_spans": service.buffer.spans,
                 "pending_bytes": service.buffer.bytes,
                 "pending_traces": service.buffer.traces,
+                "forward_backlog": service.forward_backlog,
+                "http_connections": self._server.connections,
+                "http_inflight_bytes": self._server.inflight_bytes,
             }
-            self._send(200 if ready else 503, json.dumps(body).encode(), _JSON)
-        else:
-            self._send(404, b"not found\n", "text/plain")
+            return Answer(200 if ready else 503, json.dumps(doc).encode(), _JSON)
+        return Answer(404, b"not found\n")
 
-    do_HEAD = do_GET
-
-    # -- OTLP ------------------------------------------------------------------------------------
-    def do_POST(self) -> None:
-        # Bounded concurrency: the server makes a thread per connection, so past the limit a request
-        # is answered at once (retryable) instead of piling up threads and bodies in memory.
-        if not self.server.slots.acquire(blocking=False):
-            self.close_connection = True
-            self.server.service.refuse("spans" if "traces" in self.path else "logs", "overload", 1)
-            retry = {"Retry-After": str(self.server.settings.retry_after_s)}
-            self._status(429, code_pb2.RESOURCE_EXHAUSTED, "too many concurrent requests; retry later", False, retry)
-            return
-        try:
-            self._post()
-        finally:
-            self.server.slots.release()
-
-    def _post(self) -> None:
-        service = self.server.service
-        settings = self.server.settings
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path not in ("/v1/traces", "/v1/logs"):
-            self._discard_body()
-            self._send(404, b"not found (this service receives /v1/traces and /v1/logs)\n", "text/plain")
-            return
-        signal = "spans" if path == "/v1/traces" else "logs"
-        content_type = (self.headers.get("Content-Type") or _PROTOBUF).split(";", 1)[0].strip().lower()
+    def _post(self, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        service = self.service
+        settings = self.settings
+        signal = _SIGNALS[path]
+        content_type = (headers.get("content-type") or _PROTOBUF).split(";", 1)[0].strip().lower()
         json_body = content_type == _JSON
-        if content_type not in (_JSON, _PROTOBUF):
-            self._discard_body()
-            self._status(415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}", False)
-            return
-        length_header = self.headers.get("Content-Length")
-        if length_header is None:
-            self.close_connection = True
-            self._status(411, code_pb2.INVALID_ARGUMENT, "Content-Length required", json_body)
-            return
-        length = int(length_header)
-        if length > settings.max_request_bytes:
-            self.close_connection = True
-            service.refuse(signal, "too_large", 1)
-            self._status(413, code_pb2.INVALID_ARGUMENT, "request too large", json_body)
-            return
-        body = self.rfile.read(length)
-        encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
+        encoding = (headers.get("content-encoding") or "").strip().lower()
         try:
             if encoding == "gzip":
                 body = _gunzip(body, settings.max_request_bytes)
-            elif encoding not in ("", "identity"):
-                raise DecodeError(f"unsupported Content-Encoding {encoding!r}")
             if signal == "spans":
                 result = service.accept_spans(parse_trace_request(body, content_type))
             else:
                 result = service.accept_logs(parse_logs_request(body, content_type))
         except DecodeError as exc:
             service.refuse(signal, "invalid", 1)
-            self._status(400, code_pb2.INVALID_ARGUMENT, str(exc), json_body)
-            return
+            return _status_answer(400, code_pb2.INVALID_ARGUMENT, str(exc), json_body)
         if not result.accepted:
             retry = {"Retry-After": str(settings.retry_after_s)}
             if result.reason == "draining":
-                self._status(503, code_pb2.UNAVAILABLE, "scoring service is draining", json_body, retry)
-            else:
-                self._status(429, code_pb2.RESOURCE_EXHAUSTED, "scoring service buffer is full; retry later", json_body, retry)
-            return
+                return _status_answer(503, code_pb2.UNAVAILABLE, "scoring service is draining", json_body, retry)
+            return _status_answer(429, code_pb2.RESOURCE_EXHAUSTED, _OVERLOAD_MESSAGE, json_body, retry)
         response: Any
         if signal == "spans":
             response = trace_service_pb2.ExportTraceServiceResponse()
             if result.rejected:
                 response.partial_success.rejected_spans = result.rejected
-                response.partial_success.error_message = "spans without a trace id or span id"
+                response.partial_success.error_message = _REJECTED_MESSAGE
         else:
             response = logs_service_pb2.ExportLogsServiceResponse()
         if json_body:
-            self._send(200, json_format.MessageToJson(response).encode(), _JSON)
-        else:
-            self._send(200, response.SerializeToString(), _PROTOBUF)
-
-    def _discard_body(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if 0 < length <= self.server.settings.max_request_bytes:
-            self.rfile.read(length)
-        else:
-            self.close_connection = True
+            return Answer(200, json_format.MessageToJson(response).encode(), _JSON)
+        return Answer(200, response.SerializeToString(), _PROTOBUF)
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:
@@ -270,36 +309,3 @@ def _gunzip(data: bytes, limit: int) -> bytes:
     if len(out) > limit or d.unconsumed_tail:
         raise DecodeError("decompressed request too large")
     return out
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    service: ScoringService
-    settings: ServiceSettings
-    #: Requests handled at once (each holds its body in memory while it is decoded).
-    slots = threading.BoundedSemaphore(MAX_CONCURRENT_HTTP_REQUESTS)
-
-
-class _Server6(_Server):
-    address_family = socket.AF_INET6
-
-
-class HttpReceiver:
-    def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
-        cls = _Server6 if ":" in settings.host else _Server
-        self._server = cls((settings.host, settings.http_port), _Handler)
-        self._server.service = service
-        self._server.settings = settings
-        self._server.slots = threading.BoundedSemaphore(MAX_CONCURRENT_HTTP_REQUESTS)  # per server
-        self.port: int = self._server.server_address[1]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="otel-toolscore-http", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self, grace: float) -> None:
-        self._server.shutdown()
-        self._server.server_close()

@@ -60,10 +60,27 @@ class ServiceSettings(BaseModel):
     )
     max_pending_bytes: int = Field(
         256 * 1024 * 1024, ge=1024, le=1 << 40,
-        description="Estimated bytes buffered at once (encoded size plus per-span overhead); past it requests are refused.",
+        description="Estimated bytes buffered at once (twice the encoded size plus 2 KiB per span: close to the memory they take); past it requests are refused.",
     )
     max_request_bytes: int = Field(
         16 * 1024 * 1024, ge=1024, le=1 << 32, description="Largest OTLP request body accepted (HTTP and gRPC)."
+    )
+    http_read_timeout_s: float = Field(
+        10.0, gt=0, le=600,
+        description="An OTLP/HTTP request (headers and body) must arrive within this long of its first byte, and a new "
+        "connection must send its first request within it; past it the connection is closed (408).",
+    )
+    http_idle_timeout_s: float = Field(
+        30.0, gt=0, le=3600, description="A kept-alive OTLP/HTTP connection idle this long between requests is closed."
+    )
+    http_max_connections: int = Field(
+        1024, ge=1, le=1_000_000,
+        description="Open OTLP/HTTP connections at once; past it a new connection is answered 503 (retryable) and closed.",
+    )
+    forward_queue_spans: int = Field(
+        16_384, ge=64, le=10_000_000,
+        description="Enrich-and-forward: spans waiting to be exported at once; at half of it requests are refused "
+        "(retryable), when full the scorer waits for room.",
     )
     retry_after_s: int = Field(2, ge=1, le=3600, description="Retry delay advertised when refusing under overload.")
     forward: bool = Field(

@@ -55,16 +55,20 @@ def emitted_instruments() -> list[tuple[str, str, str | None]]:
     from otel_toolscore.service import ScoringService, load_config
 
     config = load_config(environ={}, service_overrides={"grpc_port": 0, "http_port": 0, "export": False})
+    from otel_toolscore.service.receivers import HttpReceiver
+
     service = ScoringService(config, meter_provider=MeterProvider(), logger_provider=LoggerProvider())
+    receiver = HttpReceiver(service, config.service)  # the connection counters live with the receiver
     try:
         found = []
-        for owner in (service.processor.emitter, service):
+        for owner in (service.processor.emitter, service, receiver):
             for value in vars(owner).values():
                 kind = _kind(value)
                 if kind is not None:
                     found.append((value.name, kind, value.unit))
         return found
     finally:
+        receiver.stop(0)
         service.processor.shutdown()
 
 
