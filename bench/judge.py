@@ -177,14 +177,14 @@ def full_queue_memory(result: Result, server: OpenAITestServer, *, quick: bool) 
         one_run(tracer, True, i)
     time.sleep(0.2)
     assert pipe.processor is not None
-    pipe.processor._wait_drained(time.monotonic() + 5)
+    pipe.processor._drain(time.monotonic() + 5)
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     offered = queue_size + queue_size // 10
     for i in range(offered):
         one_run(tracer, True, i)
-    pipe.processor._wait_drained(time.monotonic() + 10)
+    pipe.processor._drain(time.monotonic() + 10)
     gc.collect()
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()

@@ -90,15 +90,8 @@ def assemble_runs(
                         f.call.arguments, Mapping
                     ):
                         f.call.arguments = ctx.arguments
-    stops = set(local_roots)
-
-    def parent_of(span_id: str) -> str | None:
-        if span_id in stops:
-            return None
-        if span_id in parents:
-            return parents[span_id]
-        fs = by_span.get(span_id)
-        return fs[0].parent_span_id if fs else None
+    par = _parent_forest(parents, by_span, set(local_roots))
+    parent_of = par.get
 
     def _role(fs: list[SpanFacts]) -> str:
         for f in fs:
@@ -119,20 +112,35 @@ def assemble_runs(
             "openinference" in f.conventions for f in fs
         ):
             roots.add(s)
-    limit = len(parents) + len(by_span) + 2
+    # Every walk up the tree below is memoised (each link followed once per pool): O(spans) per
+    # trace, however deep the chain.
+    chain_memo: dict[int, dict[str, tuple[str | None, bool]]] = {}
 
     def nearest_root(span_id: str, pool: set[str]) -> tuple[str | None, bool]:
         """(nearest enclosing root in ``pool``, whether a tool span lies between)."""
-        cur = parent_of(span_id)
-        through_tool = False
-        steps = 0
-        while cur is not None and steps < limit:
+        start = parent_of(span_id)
+        if start is None:
+            return None, False
+        memo = chain_memo.setdefault(id(pool), {})
+        path: list[str] = []
+        cur: str | None = start
+        found: tuple[str | None, bool] = (None, False)
+        while cur is not None:
+            known = memo.get(cur)
+            if known is not None:
+                found = known
+                break
             if cur in pool:
-                return cur, through_tool
-            through_tool = through_tool or role_of(cur) == "tool"
+                found = (cur, False)
+                memo[cur] = found
+                break
+            path.append(cur)
             cur = parent_of(cur)
-            steps += 1
-        return None, through_tool
+        root, through = found
+        for node in reversed(path):  # a node's answer: what is above it, and whether it is a tool
+            through = through or role_of(node) == "tool"
+            memo[node] = (root, through)
+        return memo[start] if path else found
 
     def explicit_name(span_id: str) -> str | None:
         names = [f.agent_name for f in by_span.get(span_id, ()) if not f.from_log and f.agent_name]
@@ -174,20 +182,34 @@ def assemble_runs(
             if sib != r and any(f.entity_name == name for f in by_span[sib]):
                 adopted[sib] = r
 
+    enclosing_memo: dict[str, tuple[str | None, str]] = {}
+
     def enclosing(span_id: str, include_self: bool) -> tuple[str | None, str]:
         """(nearest run root, topmost ancestor reached)."""
-        cur: str | None = span_id if include_self else parent_of(span_id)
-        top = span_id
-        steps = 0
-        while cur is not None and steps < limit:
+        start: str | None = span_id if include_self else parent_of(span_id)
+        if start is None:
+            return None, span_id
+        path: list[str] = []
+        cur: str | None = start
+        found: tuple[str | None, str] | None = None
+        while cur is not None:
+            known = enclosing_memo.get(cur)
+            if known is not None:
+                found = known
+                break
             if cur in roots:
-                return cur, cur
+                found = (cur, cur)
+                break
             if cur in adopted:
-                return adopted[cur], adopted[cur]
-            top = cur
+                found = (adopted[cur], adopted[cur])
+                break
+            path.append(cur)
             cur = parent_of(cur)
-            steps += 1
-        return None, top
+        if found is None:
+            found = (None, path[-1])
+        for node in path:
+            enclosing_memo[node] = found
+        return found
 
     def llm_group(span_id: str) -> str:
         """A model span inside another model span is the same model call (ADK's call_llm →
@@ -236,6 +258,38 @@ def assemble_runs(
     result = [r for _, r in out]
     reparent_handoffs(result, handoffs, spans_of)
     return result
+
+
+def _parent_forest(
+    parents: Mapping[str, str | None], by_span: Mapping[str, list[SpanFacts]], stops: set[str]
+) -> dict[str, str | None]:
+    """Every span's parent, with local roots cut off and parent cycles (a ring, a span its own
+    parent: malformed input) broken where they close, in one O(spans) pass: what is left is a forest."""
+    par: dict[str, str | None] = {}
+    for sid in (*parents, *by_span):
+        if sid in par:
+            continue
+        if sid in stops:
+            par[sid] = None
+        elif sid in parents:
+            par[sid] = parents[sid]
+        else:
+            fs = by_span.get(sid)
+            par[sid] = fs[0].parent_span_id if fs else None
+    done: set[str] = set()
+    for sid in list(par):
+        path: list[str] = []
+        on_path: set[str] = set()
+        cur: str | None = sid
+        while cur is not None and cur not in done:
+            if cur in on_path:
+                par[path[-1]] = None  # the link that closes the cycle
+                break
+            path.append(cur)
+            on_path.add(cur)
+            cur = par.get(cur)
+        done.update(path)
+    return par
 
 
 def _call_key(raw: RawCall) -> tuple[str, str]:

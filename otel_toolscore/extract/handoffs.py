@@ -23,6 +23,10 @@ def _handoff_target(call: ToolCall) -> str | None:
     return None
 
 
+#: Pairwise comparisons of runs (and their calls) one trace may cost these rules.
+_PAIR_BUDGET = 200_000
+
+
 def reparent_handoffs(
     runs: list[AgentRun],
     handoff_spans: list[tuple[str | None, str | None, str | None, int]],
@@ -38,9 +42,20 @@ def reparent_handoffs(
     * the run starts and ends inside one of a sibling run's tool calls.
     """
     by_id = {r.run_id: r for r in runs}
+    position = {id(r): i for i, r in enumerate(runs)}
+    # Real traces hold a handful of runs; a malformed one (thousands of agent spans in a ring) must
+    # not turn these pairwise rules quadratic: past the budget, the remaining rules are not applied.
+    budget = [_PAIR_BUDGET]
+
+    def spend(n: int) -> bool:
+        budget[0] -= n
+        return budget[0] >= 0
 
     def next_sibling(source: AgentRun, target: str | None, after: int = 0) -> AgentRun | None:
-        for later in runs[runs.index(source) + 1 :]:
+        later_runs = runs[position[id(source)] + 1 :]
+        if not spend(len(later_runs)):
+            return None
+        for later in later_runs:
             if later.parent_run_id != source.parent_run_id or later.run_id == source.run_id:
                 continue
             if times.get(later.run_id, (0, 0))[0] < after:
@@ -72,6 +87,8 @@ def reparent_handoffs(
         start, end = times.get(run.run_id, (0, 0))
         if not start:
             continue
+        if not spend(sum(len(o.tool_calls) + 1 for o in runs) if len(runs) > 64 else len(runs)):
+            break
         for other in runs:
             if other is run or other.parent_run_id != run.parent_run_id:
                 continue

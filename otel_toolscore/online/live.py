@@ -124,6 +124,8 @@ class LiveCore:
         self._timeout = settings.trace_timeout_s
         #: traces with a held root (what the sweep looks at besides timeouts)
         self._holding: dict[int, TraceState] = {}
+        #: traces with roots ready to be scored at the end of the current batch
+        self._dirty: dict[int, TraceState] = {}
 
     # -- trace bookkeeping ----------------------------------------------------------------------
     def _state(self, trace_id: int) -> TraceState | None:
@@ -240,7 +242,7 @@ class LiveCore:
             self.sink.drop("late_span")  # its run was already scored without it
         if state.held:
             self._release_ready(state)
-        if not state.open and not state.held:
+        if not state.open and not state.held and not state.ready:
             self._finish(state)
 
     def log(self, record: Any) -> None:
@@ -278,19 +280,44 @@ class LiveCore:
             state.held[sid] = HeldRoot(span, time.monotonic() + self._grace, forward)
             self._holding[state.trace_id] = state
             return
-        out = self._score_root(state, hid, span)
-        if forward:
-            self.sink.forward(out)
+        self._make_ready(state, sid, span, forward)
+
+    def _make_ready(self, state: TraceState, sid: int, span: ReadableSpan, forward: bool) -> None:
+        """Queue a root for scoring at the end of the current batch: however many roots of a trace
+        end in one batch, the trace is assembled once."""
+        state.scored.add(hex_id(sid))  # taken: eviction and late spans see it as scored
+        state.ready.append(HeldRoot(span, 0.0, forward))
+        self._dirty[state.trace_id] = state
+
+    def settle(self) -> None:
+        """Score the roots that ended since the last call (one assembly per trace), hand them on."""
+        while self._dirty:
+            _, state = self._dirty.popitem()
+            self._score_ready(state)
+            if not state.open and not state.held:
+                self._finish(state)
+
+    def _score_ready(self, state: TraceState) -> None:
+        ready, state.ready = state.ready, []
+        if not ready:
+            return
+        try:
+            outs = self._score_roots(state, {hex_id(r.span.context.span_id): r.span for r in ready})
+        except Exception:
+            _log.debug("otel-toolscore could not score a trace", exc_info=True)
+            self.sink.count_run("error", None, len(ready))
+            outs = {}
+        for r in ready:
+            if r.forward:
+                self.sink.forward(outs.get(hex_id(r.span.context.span_id), r.span))
 
     def _release_ready(self, state: TraceState, force: bool = False) -> None:
-        """Score and hand on held roots whose descendants have all ended (or whose grace is over)."""
+        """Queue held roots whose descendants have all ended (or whose grace is over) for scoring."""
         now = time.monotonic()
         for sid, held in list(state.held.items()):
             if force or now >= held.deadline or not state.has_open_descendant(sid):
                 del state.held[sid]
-                out = self._score_root(state, hex_id(sid), held.span)
-                if held.forward:
-                    self.sink.forward(out)
+                self._make_ready(state, sid, held.span, held.forward)
 
     def _under_scored(self, state: TraceState, sid: int) -> bool:
         parents = state.parents
@@ -305,6 +332,7 @@ class LiveCore:
 
     def _finish(self, state: TraceState) -> None:
         self._holding.pop(state.trace_id, None)
+        self._dirty.pop(state.trace_id, None)
         if self.table.get(state.trace_id) is state:
             self.table.remove(state.trace_id)
             self.sink.pending_delta(-1)
@@ -316,6 +344,8 @@ class LiveCore:
         self._holding.pop(state.trace_id, None)
         if state.held:
             self._release_ready(state, force=True)
+        self._dirty.pop(state.trace_id, None)
+        self._score_ready(state)  # the trace leaves now: its ended roots are scored with what it has
         lost = state.agent_roots - state.scored
         state.scored |= lost
         self.sink.drop(reason)
@@ -328,8 +358,7 @@ class LiveCore:
             self._release_ready(state, force=force)
             if not state.held:
                 self._holding.pop(state.trace_id, None)
-                if not state.open:
-                    self._finish(state)
+        self.settle()
         # the table is in creation order: the timed-out traces are its oldest
         expired = time.monotonic() - self._timeout
         for state in self.table.oldest():
@@ -340,9 +369,10 @@ class LiveCore:
             self.sink.pending_delta(-1)
 
     # -- scoring --------------------------------------------------------------------------------
-    def _score_root(self, state: TraceState, root_hex: str, span: ReadableSpan) -> ReadableSpan:
-        """Assemble the trace and score the run rooted at ``root_hex``; the span to hand on."""
-        state.scored.add(root_hex)
+    def _score_roots(self, state: TraceState, spans: dict[str, ReadableSpan]) -> dict[str, ReadableSpan]:
+        """Assemble the trace once and score the runs rooted at ``spans`` (hex id → ended root span);
+        the spans to hand on (copies carrying the score), by root."""
+        outs: dict[str, ReadableSpan] = {}
         try:
             parents = {hex_id(k): (hex_id(v) if v is not None else None) for k, v in state.parents.items()}
             facts = state.facts
@@ -356,18 +386,18 @@ class LiveCore:
             )
         except Exception:
             _log.debug("otel-toolscore could not assemble a run", exc_info=True)
-            self.sink.count_run("error", None)
-            return span
+            self.sink.count_run("error", None, len(spans))
+            return outs
         for f in facts:
             if f.dropped_calls:  # calls past max_calls_per_run in one message: counted once
                 self.sink.drop("calls_per_run_limit", f.dropped_calls)
                 f.dropped_calls = 0
         run_roots = {r.root_span_id for r in runs if r.root_span_id}
-        out: ReadableSpan = span
         for run in runs:
             root = run.root_span_id
-            if root == root_hex:
-                out = self._score_run(state, run, span, run_roots, parents) or span
+            span = spans.get(root) if root is not None else None
+            if span is not None:
+                outs[root] = self._score_run(state, run, span, run_roots, parents) or span  # type: ignore[index]
             elif root is not None and root not in state.scored and root in parents:
                 root_int = int(root, 16)
                 if root_int in state.open or root_int in state.held:
@@ -376,7 +406,7 @@ class LiveCore:
                 # under a tool span): its span has left, but its score still goes out as event and metric.
                 state.scored.add(root)
                 self._score_run(state, run, None, run_roots, parents)
-        return out
+        return outs
 
     def _open_facts(self, state: TraceState) -> list[SpanFacts]:
         """Facts of agent and tool spans still open, from what they said so far."""

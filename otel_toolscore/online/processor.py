@@ -158,6 +158,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._drops: Counter[str] = Counter()
         self._pending = 0
         self._app_counts = _ThreadCounts()  # counted outside the core lock
+        self._stalled_at: int | None = None
         # The core is driven by the worker, and by a flush's caller while it drains the queue.
         self._core_lock = threading.Lock()
         self._forwards: deque[ReadableSpan] = deque()
@@ -295,6 +296,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
                     self._drops["malformed_span"] += 1
                     if kind == _HOLD:
                         self.forward(item[1])
+            core.settle()
         finally:
             otel_context.detach(token)
 
@@ -395,9 +397,16 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self._flush_counts()
 
     def _drain(self, deadline: float) -> bool:
-        """:meth:`_score_queued`, then, until ``deadline``, roots handed on and events written."""
+        """:meth:`_score_queued`, then, until ``deadline``, roots handed on and events written.
+
+        A worker found stuck by an earlier drain (in a downstream's ``on_end``) that has not moved
+        since is given 0.1 s, not the whole deadline again: the exit drain and the providers'
+        shutdown follow each other, and exit must not wait twice for a thread that will not return."""
         self._score_queued()
+        if self._stalled_at is not None and self._stalled_at == self._worker.progress:
+            deadline = min(deadline, time.monotonic() + 0.1)
         ok = self._worker.wait_idle(deadline)
+        self._stalled_at = None if ok else self._worker.progress
         while self._forwards and time.monotonic() < deadline:  # the worker hands the roots on
             self._worker.wake()
             time.sleep(0.002)
@@ -421,7 +430,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         except Exception:
             _log.debug("otel-toolscore shutdown failed", exc_info=True)
         self._stopped = True
-        short = min(deadline, time.monotonic() + 5.0)
+        short = min(deadline, time.monotonic() + (0.1 if self._stalled_at is not None else 5.0))
         self._worker.stop(short)
         self._emit.stop(short)
         if self._callbacks is not None:

@@ -64,6 +64,8 @@ class TraceState:
     #: context captured at start (local roots always; other spans when ``expect()`` was active)
     contexts: dict[int, StartContext] = field(default_factory=dict)
     held: dict[int, HeldRoot] = field(default_factory=dict)
+    #: roots that ended and wait for the end of the worker's batch to be scored (one assembly)
+    ready: list[HeldRoot] = field(default_factory=list)
     #: open agent/tool spans, by reference (read only if a run must be scored before they end)
     started: dict[int, Any] = field(default_factory=dict)
     #: run roots (hex ids) already scored or counted as lost

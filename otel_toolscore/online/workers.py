@@ -58,6 +58,8 @@ class QueueWorker:
         self._cond = threading.Condition()
         self._busy = False
         self._idle_wait = False
+        #: increases after every batch and poll: a thread whose count stands still is stuck
+        self.progress = 0
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -119,6 +121,7 @@ class QueueWorker:
                 return
 
     def _run_idle_hook(self) -> None:
+        self.progress += 1
         if self._idle_hook is not None:
             try:
                 self._idle_hook()
