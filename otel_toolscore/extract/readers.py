@@ -36,7 +36,7 @@ from .facts import ExtractOptions, SpanFacts, root_attributes
 from .records import LogRecordView, SpanRecord
 from .values import clean_id
 
-__all__ = ["classify_start", "read_log", "read_span"]
+__all__ = ["classify_start", "may_have_facts", "read_log", "read_span"]
 
 #: ``invoke_workflow`` is not here: ADK and Mastra wrap agents in it; a workflow with tool calls and no
 #: agent inside still bounds a run through the local-root rule of the assembler.
@@ -413,6 +413,12 @@ def _defer_detail(f: SpanFacts, attrs: Mapping[str, Any]) -> None:
 
 
 _READERS = (_genai, _openinference, _traceloop, _vercel, _pydantic, _adk, _mastra)
+
+
+def may_have_facts(name: str, attributes: Mapping[str, Any], has_events: bool) -> bool:
+    """The test :func:`read_span` starts with, for a span not yet turned into a record: ``False``
+    means no reader would find anything (most spans of a service: HTTP, database, queues)."""
+    return has_events or not _MARKERS.isdisjoint(attributes) or name.startswith(_NAME_PREFIXES)
 
 
 def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFacts | None:

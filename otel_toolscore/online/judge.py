@@ -483,6 +483,9 @@ class Judge:
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def stats(self) -> JudgeStats:
+        """Counts so far. Runs that ended before the call are included: the processor is asked to
+        score what it has queued first (CPU only), so a run is never "not offered yet"."""
+        self._run_before_flush()
         self._drain_signals()
         with self._lock:
             requests = dict(self._requests)
@@ -503,15 +506,18 @@ class Judge:
     def force_flush(self, timeout_seconds: float = 30.0) -> bool:
         """Wait until every queued run is judged or skipped, up to ``timeout_seconds``."""
         deadline = time.monotonic() + max(0.0, timeout_seconds)
+        self._run_before_flush()
+        done = self._wait_idle(deadline)
+        self._drain_signals()
+        return done
+
+    def _run_before_flush(self) -> None:
         before = getattr(self, "_before_flush", None)
         if before is not None:
             try:
                 before()
             except Exception:
                 _log.debug("otel-toolscore judge pre-flush failed", exc_info=True)
-        done = self._wait_idle(deadline)
-        self._drain_signals()
-        return done
 
     def _wait_idle(self, deadline: float) -> bool:
         q = self._queue

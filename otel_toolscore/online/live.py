@@ -29,6 +29,7 @@ from ..extract import (
     read_span,
     record_from_readable,
 )
+from ..extract.readers import may_have_facts
 from ..extract.records import plain_attributes
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
@@ -217,7 +218,10 @@ class LiveCore:
             if local:
                 state.local_roots.add(sid)
         try:
-            facts = read_span(record_from_readable(span), self.options)
+            if may_have_facts(span.name, plain_attributes(span), bool(span.events)):
+                facts = read_span(record_from_readable(span), self.options)
+            else:
+                facts = None  # an HTTP, database, queue … span: only its parent link matters
         except Exception:
             _log.debug("otel-toolscore could not read a span", exc_info=True)
             self.sink.drop("malformed_span")
