@@ -52,7 +52,9 @@ class Settings(BaseModel):
     )
     strict_mode: bool = Field(False, description="Strict mode for the default expectation.")
     # -- limits (each has a counter of what it dropped) ------------------------------------------
-    max_pending_traces: int = Field(10_000, ge=1, le=10_000_000, description="Traces buffered at once.")
+    max_pending_traces: int = Field(
+        10_000, ge=1, le=10_000_000, description="Traces watched at once (a span open, or a run waiting to be scored)."
+    )
     max_spans_per_trace: int = Field(
         2_000, ge=1, le=1_000_000, description="Ended GenAI spans whose facts are kept per trace."
     )

@@ -1,1 +1,1 @@
-"""The online pipeline: span processor, per-trace buffers, expectations, judge sampling."""
+"""The online pipeline: span processor, per-trace state on one worker, expectations, judge sampling."""
