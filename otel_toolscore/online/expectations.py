@@ -27,6 +27,7 @@ __all__ = [
     "ATTR_EXPECT_STRICT",
     "ATTR_EXPECT_TOOL",
     "ATTR_EXPECT_TOOL_ORDER",
+    "EXPECTATION_CONTEXT",
     "Expectation",
     "RulesError",
     "current_expectation",
@@ -141,6 +142,11 @@ _RE2_OPTIONS.log_errors = False  # the error is reported once, naming the rule
 
 # -- per-request expectations (context) ------------------------------------------------------------
 _CURRENT: contextvars.ContextVar[Expectation | None] = contextvars.ContextVar("toolscore_expectation", default=None)
+
+
+#: The context variable behind :func:`expect` (the processor reads it on the span's thread: one
+#: ``ContextVar.get``, no function call in between).
+EXPECTATION_CONTEXT = _CURRENT
 
 
 def current_expectation() -> Expectation | None:

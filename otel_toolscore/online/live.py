@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -36,9 +36,6 @@ from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeSco
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
 from .expectations import Expectation, expectation_from_attributes, resolve
 from .traces import HeldRoot, StartContext, TraceState, TraceTable, hex_id
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["CoreSink", "LiveCore", "ScoredRun"]
 

@@ -39,7 +39,7 @@ from ..config import Settings
 from ..extract import ExtractOptions, SpanFacts, classify_start
 from ..extract.records import log_view_from_sdk, plain_attributes
 from ..telemetry import Emitter, names
-from .expectations import _CURRENT as _CURRENT_EXPECTATION
+from .expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
 from .expectations import Expectation, load_rules
 from .live import LiveCore, ScoredRun
 from .traces import StartContext
