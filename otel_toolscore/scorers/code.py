@@ -2,6 +2,12 @@
 
 Rules: ``spec/scorers.md``. Every check is linear in the number of calls so it can run on the span
 processor's hot path; the set modes and argument matching are opt-in and never change the defaults.
+
+Call order, as the scorer sees it (``AgentRun.tool_calls``, built by :mod:`otel_toolscore.extract`):
+the calls in the order the agent made them — model turn by model turn; within one turn, the calls the
+model requested together in the order the model listed them when its output is visible in the trace,
+by the tool spans' start times otherwise. Parallel calls executed on threads therefore have one order,
+and ``expectedToolOrder`` checks do not depend on which thread started first.
 """
 
 from __future__ import annotations
