@@ -72,6 +72,10 @@ DROP_REASONS: Final = (
     "emit_queue_full",
     "malformed_span",
     "downstream_error",
+    "open_spans_limit",
+    "known_spans_limit",
+    "span_queue_full",
+    "callback_queue_full",
 )
 # -- the LLM judge -----------------------------------------------------------------------------------
 # Set by the application on the run's root span (or as baggage) to ask for this run to be judged.
