@@ -155,6 +155,44 @@ def test_mastra_example_clarification_without_tools_scores_one(openai_server: Op
     assert "helpful is not the same as being asked for" in system
 
 
+@pytest.mark.parametrize(
+    ("pseudo", "appropriate", "expected"),
+    [("None", True, 1.0), ("None", False, 0.0), ("no tool", True, 1.0), ("", False, 0.0)],
+)
+def test_a_no_call_verdict_in_mastras_shape_is_read(
+    openai_server: OpenAITestServer, pseudo: str, appropriate: bool, expected: float
+) -> None:
+    """Mastra's prompt asks whether calling no tool was the right decision; real judges answer with one
+    evaluation of a pseudo tool. That is the verdict (issue 12, point 6), read with no corrective retry."""
+    verdict = {"toolCalled": pseudo, "wasAppropriate": appropriate, "reasoning": "the request was vague"}
+    openai_server.enqueue(judge_answer([verdict], reason="no tool was needed" if appropriate else "should have searched"))
+    run = create_agent_test_run(
+        [create_test_message("I need help with something", "user", "input-1")],
+        [create_test_message("Could you tell me more about what you need?", "assistant", "output-1")],
+    )
+    result = scorer_for(openai_server).run(run)
+    assert result.score == expected
+    assert openai_server.request_count == 1  # read as it is, not sent back for a correction
+    (evaluation,) = result.analyze_step_result.evaluations
+    assert evaluation.was_appropriate is appropriate
+
+
+def test_a_pseudo_tool_evaluation_is_no_verdict_when_tools_were_called(openai_server: OpenAITestServer) -> None:
+    """With calls in the run, an evaluation named "None" does not pair with them: a corrective retry."""
+    openai_server.enqueue(
+        judge_answer([{"toolCalled": "None", "wasAppropriate": True, "reasoning": "x"}]),
+        judge_answer([("weather-tool", True)]),
+    )
+    run = create_agent_test_run(
+        [create_test_message("Weather in Paris?", "user", "input-1")],
+        [create_test_message("Sunny.", "assistant", "output-1",
+                             tool_invocations=[create_tool_invocation("c1", "weather-tool", {"location": "Paris"})])],
+    )
+    result = scorer_for(openai_server).run(run)
+    assert result.score == 1.0
+    assert openai_server.request_count == 2
+
+
 def test_mastra_example_both_scorers_side_by_side(openai_server: OpenAITestServer) -> None:
     code = create_tool_call_accuracy_scorer_code(expected_tool="weather-tool", strict_mode=False)
     llm = scorer_for(openai_server)

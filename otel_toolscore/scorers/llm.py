@@ -22,7 +22,9 @@ How the judge's answer is used (deterministic, never a made-up verdict):
 * reported token usage that is negative, not an integer or absurd is replaced by an estimate.
 
 Score = appropriate ÷ (evaluations + missing tools), rounded half-up to two decimals; no calls and
-nothing missing → 1.0.
+nothing missing → 1.0. For a run that called no tool, an answer holding a single evaluation of a
+pseudo tool (``"None"``, ``"no tool"`` …: what Mastra's prompt makes real judges write) is the
+judge's verdict on calling no tool: appropriate → 1.0, inappropriate → 0.0.
 """
 
 from __future__ import annotations
@@ -327,11 +329,32 @@ def score_answer(
     """Validate and align a judge answer against the counted calls and the available tools (see
     :func:`check_missing_tools`); return (score, analysis)."""
     parsed = answer if isinstance(answer, JudgeAnalysis) else JudgeAnalysis.model_validate(answer)
+    if not calls and len(parsed.evaluations) == 1 and _is_no_tool(parsed.evaluations[0].tool_called):
+        # Mastra's prompt asks the judge to rate "whether that was the right decision" when no tool
+        # was called, and real judges answer with one evaluation of a pseudo tool ("None"): that is
+        # the verdict on calling no tool — appropriate 1.0, inappropriate 0.0 — not a bad answer.
+        verdict = parsed.evaluations[0]
+        analysis = LLMAnalyzeResult(
+            evaluations=[ToolEvaluation(tool_called=verdict.tool_called.strip() or "None",
+                                        was_appropriate=verdict.was_appropriate,
+                                        reasoning=verdict.reasoning.strip())],
+            missing_tools=check_missing_tools(parsed.missing_tools, calls, tools),
+        )
+        return (1.0 if verdict.was_appropriate else 0.0), analysis
     analysis = LLMAnalyzeResult(
         evaluations=align_evaluations(parsed.evaluations, calls),
         missing_tools=check_missing_tools(parsed.missing_tools, calls, tools),
     )
     return compute_score(analysis.evaluations, analysis.missing_tools), analysis
+
+
+#: How judges name "no tool" in the single evaluation of a run that called none.
+_NO_TOOL_NAMES = frozenset({"", "none", "null", "n/a", "na", "no tool", "no tools", "no_tool", "no-tool",
+                            "no tool called", "(none)", "nothing"})
+
+
+def _is_no_tool(name: str) -> bool:
+    return name.strip().strip("'\"`").lower() in _NO_TOOL_NAMES
 
 
 def _inline_strict(schema: dict[str, Any]) -> dict[str, Any]:
