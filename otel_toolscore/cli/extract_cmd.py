@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..extract import ExtractionReport, ExtractOptions, extract_runs_with_report
 from ..model import AgentRun
 
-__all__ = ["add_parser", "print_report", "read_runs", "run_to_json"]
+__all__ = ["InputError", "add_parser", "bad_input", "finish", "print_report", "read_runs", "run_to_json"]
 
 
 def add_parser(subparsers: Any) -> None:
@@ -31,7 +32,25 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+class InputError(Exception):
+    """A file named on the command line cannot be read at all (exit status 2)."""
+
+
+def check_files(files: list[str]) -> None:
+    """Refuse, before reading anything, a file that is missing or not a regular file."""
+    for name in files:
+        path = Path(name)
+        if not path.exists():
+            raise InputError(f"{name}: no such file")
+        if path.is_dir():
+            raise InputError(f"{name}: is a directory (name the trace files in it)")
+        if not path.is_file():
+            raise InputError(f"{name}: not a regular file")
+
+
 def read_runs(args: argparse.Namespace) -> tuple[list[AgentRun], ExtractionReport]:
+    """The runs of the files (:class:`InputError` for a file that cannot be read at all)."""
+    check_files(list(args.files))
     options = ExtractOptions(max_chars=args.max_chars, capture_content=not args.no_content)
     return extract_runs_with_report(list(args.files), options)
 
@@ -40,6 +59,27 @@ def print_report(report: ExtractionReport) -> None:
     """The report's problems on stderr (one line each), so stdout stays machine-readable."""
     for line in report.problems():
         print(f"otel-toolscore: {line}", file=sys.stderr)
+
+
+def bad_input(report: ExtractionReport) -> list[str]:
+    """What makes the input bad (exit status 2): a file with no OTLP data in it (empty, or not OTLP),
+    or items that could not be read (the report lists them)."""
+    out = []
+    for src in report.sources:
+        if src.spans_read == 0 and src.logs_read == 0 and src.malformed == 0:
+            out.append(f"{src.source}: no OTLP spans or log records (empty, or not OTLP)")
+        elif src.malformed:
+            out.append(f"{src.source}: {src.malformed} item(s) could not be read")
+    return out
+
+
+def finish(report: ExtractionReport, command: str) -> int:
+    """Report problems on stderr; 2 when the input was bad, else 0."""
+    print_report(report)
+    problems = bad_input(report)
+    for line in problems:
+        print(f"otel-toolscore {command}: {line}", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def run_to_json(run: AgentRun) -> dict[str, Any]:
@@ -93,7 +133,11 @@ def print_table(runs: list[AgentRun]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs, report = read_runs(args)
+    try:
+        runs, report = read_runs(args)
+    except InputError as exc:
+        print(f"otel-toolscore extract: {exc}", file=sys.stderr)
+        return 2
     fmt = args.format or ("table" if sys.stdout.isatty() else "json")
     if fmt == "json":
         json.dump([run_to_json(r) for r in runs], sys.stdout, indent=2, ensure_ascii=False)
@@ -101,5 +145,4 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_table(runs)
         print(f"{len(runs)} run(s) in {report.traces} trace(s) from {len(report.sources)} file(s)")
-    print_report(report)
-    return 0
+    return finish(report, "extract")

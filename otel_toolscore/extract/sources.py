@@ -72,6 +72,8 @@ class ExtractionReport(BaseModel):
     sources: list[SourceReport] = Field(default_factory=list)
     runs: int = 0
     traces: int = 0
+    #: trace id → the source its spans were first read from (a run's file, for reports)
+    trace_sources: dict[str, str] = Field(default_factory=dict)
 
     @property
     def malformed(self) -> int:
@@ -93,10 +95,12 @@ class _Collector:
         self.facts: dict[str, list[SpanFacts]] = {}
         self.parents: dict[str, dict[str, str | None]] = {}
         self.fact_report: dict[int, SourceReport] = {}
+        self.trace_source: dict[str, str] = {}  # the source a trace was first read from
 
     def span(self, rec: SpanRecord, report: SourceReport) -> None:
         report.spans_read += 1
         self.parents.setdefault(rec.trace_id, {})[rec.span_id] = rec.parent_span_id
+        self.trace_source.setdefault(rec.trace_id, report.source)
         try:
             f = read_span(rec, self.options)
         except Exception as exc:  # a reader must never stop the file
@@ -147,6 +151,7 @@ class _Collector:
                             src.problem(p)
         report.traces = len(self.facts)
         report.runs = len(out)
+        report.trace_sources = {t: src for t, src in self.trace_source.items() if t in self.facts}
         return out
 
 
