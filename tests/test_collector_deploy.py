@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import pytest
 import yaml
 
 from otel_toolscore.service import load_config
@@ -168,7 +169,7 @@ def test_example_agent_is_scored_by_the_service() -> None:
         try:
             running.wait_scored(30, timeout=30)
         finally:
-            proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: the agent flushes its spans and exits
+            proc.send_signal(signal.SIGINT)  # the agent ends its loop, flushes its spans and exits
             proc.wait(timeout=20)
         time.sleep(0.3)
         runs = list(running.scored)
@@ -177,3 +178,36 @@ def test_example_agent_is_scored_by_the_service() -> None:
         assert {s.result.label for s in runs if s.result is not None} == {"pass", "fail"}
     finally:
         running.service.shutdown(timeout_s=5)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_example_agent_exits_promptly_when_its_collector_refuses(sig: str) -> None:
+    """The flaky test's cause (issue 12, point 8): at exit the BatchSpanProcessor exports every queued
+    batch, each retrying a refused endpoint for up to 10 s, so the agent outlived the test's 20 s.
+    Pointed at a closed port, the agent must exit within its flush deadline after SIGINT or SIGTERM."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as s:  # a port nothing listens on: every export is refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_BSP_SCHEDULE_DELAY="100",
+               OTEL_BSP_MAX_EXPORT_BATCH_SIZE="8", RUN_INTERVAL_S="0.01", EXIT_FLUSH_MS="2000")
+    proc = subprocess.Popen([sys.executable, str(DEPLOY / "example-agent" / "agent.py")], env=env,
+                            stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(2.0)  # runs pile up in the queue while the exporter retries
+        assert proc.poll() is None
+        t0 = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        proc.wait(timeout=30)
+        assert time.monotonic() - t0 < 8.0  # 2 s flush deadline + one run + interpreter exit
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
