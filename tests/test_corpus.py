@@ -95,8 +95,6 @@ SPLIT_ACROSS_TRACES: list[tuple[str, str]] = [
 #: passes fails the test (strict), so the list only shrinks.
 PENDING_ISSUE_12: list[tuple[str, int | None, str, str, str]] = [
     # smolagents under OpenInference (smolagents/README.md)
-    ("smolagents/*", None, "agent_name", "'<name>.run' (the AGENT span's name)",
-     "the agent's `name` (e.g. 'weather_agent'); only the span name `<name>.run` carries it"),
     ("smolagents/*", None, "user_query", "'New task:\\n<task>' (the LLM's user message)",
      "the task given to run(): the AGENT span's input.value {\"task\": ...}"),
     ("smolagents/*", None, "tool_calls.arguments",
@@ -110,9 +108,6 @@ PENDING_ISSUE_12: list[tuple[str, int | None, str, str, str]] = [
     ("smolagents/toolcalling_managed_agent.truth.json", 0, "tool_calls.status",
      "weather_agent call 'error' (no TOOL span: a managed agent runs through MultiStepAgent.__call__)",
      "'ok' (the nested weather_agent.run span, status OK, is the call's execution)"),
-    ("smolagents/toolcalling_managed_agent.truth.json", 1, "parent_agent",
-     "None (weather_agent.run sits under the manager's `Step 1` CHAIN span, beside the LLM span)",
-     "'manager_agent'"),
     # LlamaIndex agents under OpenInference (llama_index/README.md)
     ("llama_index/*", None, "agent_name", "'FunctionAgent.run' / 'AgentWorkflow.run' (the root CHAIN span's name)",
      "the agent's `name`, recorded only inside repr text (current_agent_name='...')"),
@@ -126,8 +121,6 @@ PENDING_ISSUE_12: list[tuple[str, int | None, str, str, str]] = [
      "one run 'AgentWorkflow.run' with handoff[tool] and get_weather (no span per agent)",
      "two runs: triage_agent (handoff, kind framework), weather_agent (get_weather)"),
     # CrewAI under OpenInference, without (openinference_*) and with (openinference_openai_*) LLM spans
-    ("crewai/*", None, "agent_name", "'<role>._execute_core' (the AGENT span's name)",
-     "the agent's role, also in the AGENT span's `graph.node.id`"),
     ("crewai/*", None, "user_query",
      "None without LLM spans; with them, the LLM's user message 'Current Task: <description>\\n\\nThis is the "
      "expected criteria ...'",

@@ -201,7 +201,7 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
     _set_role(f, role)
     f.conversation_id = f.conversation_id or _str(a.get("session.id"))
     if role == "agent" and f.role == "agent":
-        f.agent_name = f.agent_name or _str(a.get("agent.name"))
+        f.agent_name = f.agent_name or _str(a.get("agent.name")) or _oi_agent_name(rec, a)
     if role == "tool" and f.role == "tool":
         f.tool_name = f.tool_name or _str(a.get("tool.name")) or rec.name
         f.call_id = f.call_id or clean_id(a.get("tool_call.id", a.get("tool.id")))
@@ -221,6 +221,19 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
             f.defer(io_value_input, value)
         if "output.value" in a:
             f.defer(io_value_output, a["output.value"])
+
+
+def _oi_agent_name(rec: SpanRecord, a: Mapping[str, Any]) -> str | None:
+    """The name the user gave an agent, where an OpenInference instrumentation records it without
+    ``agent.name``: CrewAI's AGENT span carries the agent's role in ``graph.node.id`` (its span name is
+    ``<role>._execute_core``); smolagents names the AGENT span ``<name>.run`` after the agent's
+    ``name`` (the class name when it has none) and records it nowhere else."""
+    scope = rec.scope_name or ""
+    if scope.startswith("openinference.instrumentation.crewai"):
+        return _str(a.get("graph.node.id"))
+    if scope.startswith("openinference.instrumentation.smolagents") and rec.name.endswith(".run"):
+        return rec.name[: -len(".run")] or None
+    return None
 
 
 def _traceloop(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
