@@ -121,17 +121,10 @@ PENDING_ISSUE_12: list[tuple[str, int | None, str, str, str]] = [
      "one run 'AgentWorkflow.run' with handoff[tool] and get_weather (no span per agent)",
      "two runs: triage_agent (handoff, kind framework), weather_agent (get_weather)"),
     # CrewAI under OpenInference, without (openinference_*) and with (openinference_openai_*) LLM spans
-    ("crewai/*", None, "user_query",
-     "None without LLM spans; with them, the LLM's user message 'Current Task: <description>\\n\\nThis is the "
-     "expected criteria ...'",
-     "the task description (kickoff span `crew_tasks[].description`, AGENT span output.value `description`)"),
     ("crewai/openinference_[!o]*", None, "available_tools", "[] (no LLM spans, so no llm.tools)",
      "the agent's tools: `tools_names` in the kickoff span's `crew_agents` / `crew_tasks`"),
     ("crewai/openinference_[!o]*", None, "tool_calls.call_id", "None (TOOL spans carry no id)",
      "the model's call ids, in the AGENT span's output.value `messages` (assistant tool_calls)"),
-    ("crewai/openinference_two_tasks.truth.json", 1, "final_output",
-     "None for the second task's agent (the first one's answer is found)",
-     "'Greetings from a cloudy, mild Paris!' (its AGENT span's output.value `raw`)"),
     ("crewai/openinference*_delegation.truth.json", None, "runs",
      "one run 'Trip planner._execute_core' that also holds the coworker's get_weather (the delegated work "
      "gets no AGENT span: it runs inside the TOOL span `Delegate work to coworker.run`)",

@@ -14,6 +14,7 @@ from typing import Any
 from .content import (
     adk_llm_request,
     adk_llm_response,
+    crewai_task_output,
     genai_input_messages,
     genai_output_messages,
     io_value_input,
@@ -213,6 +214,9 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
         f.defer(openinference_flat, a)
         if "output.value" in a:
             f.defer(openinference_output_value, a["output.value"])
+    elif f.role == "agent" and (rec.scope_name or "").startswith("openinference.instrumentation.crewai"):
+        if "output.value" in a:
+            f.defer(crewai_task_output, a["output.value"])
     elif f.role in ("agent", "other"):
         value = a.get("input.value")
         if isinstance(value, str) and '"tool_call_with_context"' in value[:200]:
