@@ -100,8 +100,6 @@ PENDING_ISSUE_12: list[tuple[str, int | None, str, str, str]] = [
     ("smolagents/*", None, "tool_calls.arguments",
      "the Tool.__call__ wrapper {'args': [...], 'sanitize_inputs_outputs': ..., 'kwargs': {...}}",
      "the tool's arguments (`kwargs`; a CodeAgent's positional final_answer(x) is {'answer': x})"),
-    ("smolagents/code_*", 0, "available_tools", "[] (a CodeAgent sends no `tools` to the model: no llm.tools)",
-     "the agent's tools, in `smolagents.tools_names` on the AGENT span"),
     ("smolagents/toolcalling_managed_agent.truth.json", 0, "available_tools",
      "['final_answer'] (llm.tools leaves out managed agents)",
      "['final_answer', 'weather_agent'] (`smolagents.managed_agents.0.name` on the AGENT span)"),

@@ -203,6 +203,9 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
     f.conversation_id = f.conversation_id or _str(a.get("session.id"))
     if role == "agent" and f.role == "agent":
         f.agent_name = f.agent_name or _str(a.get("agent.name")) or _oi_agent_name(rec, a)
+        names = a.get("smolagents.tools_names")  # smolagents: the agent's tools (a CodeAgent sends none to the model)
+        if names is not None:
+            f.defer(tool_definitions, names)
     if role == "tool" and f.role == "tool":
         f.tool_name = f.tool_name or _str(a.get("tool.name")) or rec.name
         f.call_id = f.call_id or clean_id(a.get("tool_call.id", a.get("tool.id")))
