@@ -201,6 +201,8 @@ class Judge:
         self._emitter: Emitter | None = None
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # worker-side bookkeeping only
+        #: set by the processor at bind(): scores the runs it has queued (called before flush and stats)
+        self._before_flush: Callable[[], None] | None = None
         self._drain_lock = threading.Lock()
         self._in_flight: set[_Item] = set()
         self._requests: Counter[str] = Counter()
@@ -512,7 +514,7 @@ class Judge:
         return done
 
     def _run_before_flush(self) -> None:
-        before = getattr(self, "_before_flush", None)
+        before = self._before_flush
         if before is not None:
             try:
                 before()
