@@ -449,7 +449,7 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
     a = rec.attributes
     name = rec.name
     events = rec.events
-    if _MARKERS.isdisjoint(a) and not name.startswith(_NAME_PREFIXES) and not events:
+    if not may_have_facts(name, a, bool(events)):
         return None
     f = SpanFacts(
         rec.trace_id,

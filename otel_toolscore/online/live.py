@@ -529,23 +529,34 @@ class LiveCore:
     def _expectation_inside(
         self, state: TraceState, root_hex: str, run_roots: set[str], parents: dict[str, str | None]
     ) -> Expectation | None:
-        """The ``expect()`` block opened inside the run (not inside a nested run), earliest first."""
-        best: tuple[int, Expectation] | None = None
+        """The ``expect()`` block opened inside the run (not inside a nested run), earliest first.
+
+        Contexts are kept in start order, so the first that belongs to the run is the earliest. Each
+        span's owning run is memoised: every parent link is followed once, however deep the trace.
+        """
+        owner_of: dict[str, str | None] = {}
         for sid, ctx in state.contexts.items():
             if ctx.expectation is None:
                 continue
+            path: list[str] = []
+            on_path: set[str] = set()
             cur: str | None = hex_id(sid)
-            seen: set[str] = set()
             owner: str | None = None
-            while cur is not None and cur not in seen:
+            while cur is not None and cur not in on_path:
+                if cur in owner_of:
+                    owner = owner_of[cur]
+                    break
                 if cur in run_roots:
                     owner = cur
                     break
-                seen.add(cur)
+                path.append(cur)
+                on_path.add(cur)
                 cur = parents.get(cur)
-            if owner == root_hex and (best is None or sid < best[0]):
-                best = (sid, ctx.expectation)
-        return best[1] if best is not None else None
+            for node in path:
+                owner_of[node] = owner
+            if owner == root_hex:
+                return ctx.expectation
+        return None
 
     def _scorer(self, expectation: Expectation) -> ToolCallAccuracyCodeScorer:
         if self.settings.include_framework_calls:

@@ -84,6 +84,7 @@ class TraceState:
             if sid == span_id:
                 continue
             path: list[int] = []
+            on_path: set[int] = set()
             cur: int | None = sid
             found = False
             while cur is not None:
@@ -91,9 +92,10 @@ class TraceState:
                 if known is not None:
                     found = known
                     break
-                if cur in path:  # a cycle that does not pass through span_id
+                if cur in on_path:  # a cycle that does not pass through span_id
                     break
                 path.append(cur)
+                on_path.add(cur)
                 cur = parents.get(cur)
             for p in path:
                 verdict[p] = found
