@@ -12,6 +12,8 @@ Public API (the online processor and the service depend on these names):
 * :func:`assemble_runs` — the facts of one trace → runs (nesting, de-duplication, ordering).
 * :func:`extract_runs` / :func:`extract_runs_with_report` — files, bytes, export requests or live
   spans → runs (+ :class:`ExtractionReport`). Malformed input never raises.
+* :func:`iter_runs` — the same, streaming: runs yielded as traces complete, memory bounded by the
+  traces open at once (files of any size).
 * :class:`ExtractOptions` — limits (``max_chars``), ``capture_content``, framework-call names.
 
 Precedence when a span matches several conventions: the readers run in this order and each fills
@@ -55,7 +57,7 @@ from .records import (
     record_from_readable,
     span_records_from_proto,
 )
-from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report
+from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report, iter_runs
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -69,6 +71,7 @@ __all__ = [
     "classify_start",
     "extract_runs",
     "extract_runs_with_report",
+    "iter_runs",
     "log_view_from_sdk",
     "log_views_from_proto",
     "read_log",
