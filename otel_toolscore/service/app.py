@@ -416,7 +416,7 @@ class ScoringService:
             # as remote, so the span bounds its runs as the process-local root did.
             remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
             spans.append(with_parent_remote(d.span, bool(remote)))
-        depth = {d.span_id: _depth(d.span_id, parents) for d in trace.spans}
+        depth = _depths(parents)
         by_start = sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
         for s in by_start:
             p.on_start(s, None)  # type: ignore[arg-type,unused-ignore]  # reads a ReadableSpan's fields only
@@ -519,10 +519,29 @@ class _Shared(SpanProcessor):
         return bool(self._inner.force_flush(timeout_millis))
 
 
-def _depth(span_id: int, parents: dict[int, int | None]) -> int:
-    d = 0
-    cur = parents.get(span_id)
-    while cur is not None and cur in parents and d < 10_000:
-        d += 1
-        cur = parents[cur]
-    return d
+def _depths(parents: Mapping[int, int | None]) -> dict[int, int]:
+    """Every span's depth below its trace's top (the first ancestor this trace does not hold), in
+    one O(spans) pass: each parent link is followed once (memoised); a parent cycle (malformed
+    input) is cut where it closes."""
+    depth: dict[int, int] = {}
+    for start in parents:
+        if start in depth:
+            continue
+        path: list[int] = []
+        on_path: set[int] = set()
+        cur: int | None = start
+        base = -1
+        while cur is not None and cur in parents:
+            known = depth.get(cur)
+            if known is not None:
+                base = known
+                break
+            if cur in on_path:
+                break  # a cycle: its first node counts as the top
+            path.append(cur)
+            on_path.add(cur)
+            cur = parents[cur]
+        for node in reversed(path):
+            base += 1
+            depth[node] = base
+    return depth
