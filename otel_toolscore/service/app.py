@@ -38,6 +38,8 @@ from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, decode_spans, with_parent_remote
 from .forward import ForwardQueue
+from .intake import IntakeResult
+from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -57,17 +59,6 @@ _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
 )
-
-
-class IntakeResult:
-    """The answer to one export request: accepted (with how many items were rejected) or refused."""
-
-    __slots__ = ("accepted", "reason", "rejected")
-
-    def __init__(self, accepted: bool, reason: str | None = None, rejected: int = 0) -> None:
-        self.accepted = accepted
-        self.reason = reason  # why refused: overload, draining
-        self.rejected = rejected  # items of an accepted request that could not be used (no ids)
 
 
 def _exporters(endpoint: str | None, protocol: str) -> tuple[SpanExporter, Any, Any]:
@@ -429,8 +420,6 @@ class ScoringService:
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the scorer thread and the OTLP receivers."""
-        from .receivers import GrpcReceiver, HttpReceiver
-
         svc = self.config.service
         self._scorer.start()
         self._receivers = [GrpcReceiver(self, svc), HttpReceiver(self, svc)]

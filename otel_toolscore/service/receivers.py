@@ -36,9 +36,9 @@ from .. import __version__
 from ..telemetry import names
 from .decode import DecodeError, parse_logs_request, parse_trace_request
 from .http_server import Answer, HttpLimits, HttpServer
+from .intake import Intake, IntakeResult
 
 if TYPE_CHECKING:
-    from .app import IntakeResult, ScoringService
     from .settings import ServiceSettings
 
 __all__ = ["GRPC_WORKERS", "GrpcReceiver", "HttpReceiver"]
@@ -66,7 +66,7 @@ def _retry_status(code: int, message: str, retry_after_s: int) -> status_pb2.Sta
 class _GrpcExport:
     """One Export method (traces or logs): raw bytes in, so size and parse failures are ours to answer and count."""
 
-    def __init__(self, service: ScoringService, settings: ServiceSettings, signal: str) -> None:
+    def __init__(self, service: Intake, settings: ServiceSettings, signal: str) -> None:
         self.service = service
         self.signal = signal
         self.retry_after_s = settings.retry_after_s
@@ -121,7 +121,7 @@ def _serialize(message: Any) -> bytes:
 
 
 class GrpcReceiver:
-    def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
+    def __init__(self, service: Intake, settings: ServiceSettings) -> None:
         # The transport's own size check answers RESOURCE_EXHAUSTED uncounted; let messages up to
         # twice the limit through to ours (it counts and names the limit). Calls are read one
         # worker at a time, so this bounds memory at GRPC_WORKERS * 2 * max_request_bytes.
@@ -176,7 +176,7 @@ def _status_answer(
 class HttpReceiver:
     """OTLP/HTTP on :class:`~.http_server.HttpServer`: ``/v1/traces``, ``/v1/logs``, ``/healthz``, ``/readyz``."""
 
-    def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
+    def __init__(self, service: Intake, settings: ServiceSettings) -> None:
         self.service = service
         self.settings = settings
         meter = service.meter_provider.get_meter(names.SCOPE_NAME, __version__)
