@@ -165,16 +165,10 @@ class LiveCore:
             state.local_roots.add(sid)
         if len(state.open) < self._max_open:
             state.open.add(sid)
-            try:
-                role = classify_start(span.name, plain_attributes(span))
-            except Exception:  # odd attribute values (a list where a string belongs)
-                role = None
-            if role == "agent" or role == "tool":
-                # Kept by reference while open: a run whose grace ends before this span does is
-                # scored with what the span said at start (a tool's name, mostly).
-                state.started[sid] = span
-                if role == "agent":
-                    state.agent_roots.add(hex_id(sid))  # a run, lost if its trace is evicted first
+            # Kept by reference while open (the application holds it anyway): a run whose grace
+            # ends before this span does is scored with what the span said so far, and an open
+            # agent span is a run lost if its trace is evicted. Read only then, never here.
+            state.started[sid] = span
         else:
             self.sink.drop("open_spans_limit")
         if context is not None:
@@ -347,7 +341,7 @@ class LiveCore:
             self._release_ready(state, force=True)
         self._dirty.pop(state.trace_id, None)
         self._score_ready(state)  # the trace leaves now: its ended roots are scored with what it has
-        lost = state.agent_roots - state.scored
+        lost = (state.agent_roots | self._open_agents(state)) - state.scored
         state.scored |= lost
         self.sink.drop(reason)
         if lost:
@@ -414,11 +408,25 @@ class LiveCore:
         out = []
         for sp in state.started.values():
             try:
+                if classify_start(sp.name, plain_attributes(sp)) not in ("agent", "tool"):
+                    continue
                 f = read_span(record_from_readable(sp), self.options)
-            except Exception:
+            except Exception:  # odd attribute values (a list where a string belongs)
                 continue
             if f is not None and f.role in ("agent", "tool"):
                 out.append(f)
+        return out
+
+    @staticmethod
+    def _open_agents(state: TraceState) -> set[str]:
+        """Agent spans still open (hex ids): runs that never ended."""
+        out = set()
+        for sid, sp in state.started.items():
+            try:
+                if classify_start(sp.name, plain_attributes(sp)) == "agent":
+                    out.add(hex_id(sid))
+            except Exception:
+                continue
         return out
 
     def _score_run(
