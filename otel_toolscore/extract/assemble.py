@@ -407,15 +407,18 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
                 hit = None
             row.append((req, hit))
         pending.append(row)
-    # second pass: pair the leftovers by name and order
+    # second pass: pair the leftovers by name and order; among same-name calls, the span that ran
+    # the requested arguments (parallel calls of one tool on threads start in any order)
     leftovers: dict[str, list[ToolCall]] = {}
     for c in exec_calls:
         if id(c) not in matched:
             leftovers.setdefault(c.name, []).append(c)
     for row in pending:
         for i, (req, hit) in enumerate(row):
-            if hit is None and leftovers.get(req.name):
-                cand = leftovers[req.name].pop(0)
+            same = leftovers.get(req.name)
+            if hit is None and same:
+                at = next((k for k, c in enumerate(same) if req.arguments is not None and c.arguments == req.arguments), 0)
+                cand = same.pop(at)
                 matched.add(id(cand))
                 row[i] = (req, cand)
     history_of = {f.span_id: f.history_ids for f in root_facts + llm_facts if f.history_ids}

@@ -176,6 +176,8 @@ def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]
         return
     f.agent_name = f.agent_name or _str(a.get("gen_ai.agent.name"))
     f.agent_id = f.agent_id or _str(a.get("gen_ai.agent.id"))
+    if f.role == "agent" and rec.status_code == "ERROR":
+        f.status = "error"  # the run failed (a call answered by this run reads its status from it)
     f.conversation_id = f.conversation_id or _str(a.get("gen_ai.conversation.id"))
     if tool is not None and f.role == "tool":
         f.tool_name = str(tool)
@@ -216,6 +218,8 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
         f.agent_name = f.agent_name or _str(a.get("agent.name")) or _oi_agent_name(rec, a, framework)
         if rec.status_code == "ERROR":
             f.status = "error"  # the run failed (a managed agent's call reads its status from it)
+    elif role == "other" and f.role == "other":
+        f.agent_name = f.agent_name or _str(a.get("agent.name"))  # a CHAIN root that names its agent
     if role == "tool" and f.role == "tool":
         _oi_tool(rec, a, f, framework)
     elif kind == "LLM":
