@@ -10,6 +10,11 @@ Rules (issue 3, ``spec/scorers.md``), each grounded in a recorded corpus (``test
   twice (OpenLLMetry's ``invoke_agent X`` → ``X.workflow``; ADK under OpenInference); an agent span that
   encloses other agents and has no name or no model/tool call of its own is a wrapper
   (openai-agents' ``Agent workflow``, Strands' swarm, an OpenLLMetry workflow).
+* **Runs and calls without their usual span** (:mod:`.implicit_runs`): a tool span that runs a
+  coworker agent inside it is also that agent's run (CrewAI); a run whose workflow steps name
+  different agents is cut into one run per agent (LlamaIndex handoffs); workflow steps are calls
+  only inside a workflow an agent ran as a tool (Mastra); a requested call answered by a nested run
+  takes that run's status (smolagents' managed agents).
 * **Membership.** Each fact belongs to the nearest enclosing run; nested runs get ``parent_run_id``.
   An agent span left empty whose sibling task span carries its name adopts that task's subtree
   (OpenLLMetry + LangGraph subgraphs). Handed-off-to agents become children of the agent that
@@ -20,10 +25,11 @@ Rules (issue 3, ``spec/scorers.md``), each grounded in a recorded corpus (``test
   run reported requested calls. A model call that recorded its input but no output gets, as its
   requested calls, the calls that first appear in the next model call's input.
 * **One call, seen twice.** A requested and an executed call are one call when their ids match; the
-  remaining ones are paired by name and order within the run. Calls keep the model's order within
-  one output (parallel tool spans start in any order); requested calls without a tool span still count,
-  right after the call before them in the same output. A call the same span was given as input is
-  history, never a new call.
+  remaining ones are paired by name and order within the run (among calls of one name, the span
+  that ran the requested arguments first). Calls keep the model's order within one output (parallel
+  tool spans start in any order); requested calls without a tool span still count, right after the
+  call before them in the same output. A call the same span was given as input is history, never a
+  new call.
 * **Errors.** A requested-only call is ``status="error"`` when its result (read from a later model
   call's input) is an error report (``AI_NoSuchToolError: …``, ``Tool 'x' not found``, an
   ``error-text`` output), when a span's error status names it as not found, or when the run's tool
