@@ -214,9 +214,9 @@ def test_crewai_coworker_runs_inside_the_delegation_call(sp: Spans) -> None:
         with sp.span(CREW, "Trip Planner._execute_core", {
                 "openinference.span.kind": "AGENT", "graph.node.id": "Trip Planner", "input.value": json.dumps(planner_input),
                 "output.value": json.dumps({"description": "Umbrella?", "raw": "No.", "messages": messages})}):
-            # CrewAI matches the coworker argument to the roles case-insensitively
+            # CrewAI matches the coworker argument to the roles ignoring blanks, quotes and case
             with _crew_tool(sp, "Delegate work to coworker", "delegate_work_to_coworker",
-                            {"task": "Weather?", "context": "", "coworker": "weather REPORTER"}, "Sunny."):
+                            {"task": "Weather?", "context": "", "coworker": "\"weather   REPORTER\""}, "Sunny."):
                 with _crew_tool(sp, "get_weather", "get_weather", {"city": "Paris"}, "Sunny"):
                     pass
     planner, reporter = extract_runs(sp.finished())
@@ -275,3 +275,13 @@ def test_crewai_parallel_calls_pair_ids_with_the_span_that_ran_their_arguments(s
     [run] = extract_runs(sp.finished())
     assert [(c.call_id, c.arguments, c.result) for c in run.tool_calls] == [
         ("call_p2", {"city": "Paris"}, "Paris: fine"), ("call_p1", {"city": "Tokyo"}, "Tokyo: fine")]
+
+
+def test_crewai_coworker_that_ran_nothing_is_no_run(sp: Spans) -> None:
+    """CrewAI answers a coworker it cannot find with an error text; no agent ran, so no run is made up."""
+    with sp.span(CREW, "Trip Planner._execute_core", {"openinference.span.kind": "AGENT", "graph.node.id": "Trip Planner"}):
+        with _crew_tool(sp, "Delegate work to coworker", "delegate_work_to_coworker",
+                        {"task": "Weather?", "context": "", "coworker": "Nobody"}, "Error executing tool."):
+            pass
+    [planner] = extract_runs(sp.finished())
+    assert [c.name for c in planner.tool_calls] == ["delegate_work_to_coworker"]

@@ -53,6 +53,7 @@ from .implicit_runs import (
     RunFacts,
     answer_calls_from_nested_runs,
     hosted_root,
+    hosting_tools,
     settle_workflow_steps,
     split_by_step_agent,
     step_agent,
@@ -172,7 +173,7 @@ def assemble_runs(
             drop.add(r)
     roots -= drop
     # tool spans that host a run with no agent span (CrewAI's coworker tools): calls and roots at once
-    hosts = {s for s, fs in by_span.items() if role_of(s) == "tool" and any(f.hints and f.hints.hosted_agent for f in fs)}
+    hosts = hosting_tools(by_span, role_by_span, parent_of)
     roots |= hosts
     chain_memo.pop(id(roots), None)  # walks memoised against the set before it changed
     # OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X`` span stays empty and its work sits in

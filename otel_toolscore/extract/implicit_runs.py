@@ -10,10 +10,11 @@ of the two out; the span that carries the fact instead holds :class:`~.hints.Run
   agent run and its steps are no calls. Mastra's spans do not tell a step made from a tool
   (``createStep(tool)``) from one made from a function: both are calls named by step id.
 * **Hosted runs** (CrewAI's coworker tools): the coworker's work runs inside the tool span, with no
-  agent span. That tool span is a call of the delegating agent's run *and* the root of the
-  coworker's run (named by the ``coworker`` argument, matched to the crew's roles case-insensitively
-  as CrewAI does; its request is the delegated task, its answer the tool's result; its tools are the
-  crew roster's when no model span lists them).
+  agent span. When a model or tool span ran inside it, that tool span is a call of the delegating
+  agent's run *and* the root of the coworker's run (named by the ``coworker`` argument, matched to
+  the crew's roles as CrewAI matches them: blanks collapsed, quotes dropped, case folded; its request
+  is the delegated task, its answer the tool's result; its tools are the crew roster's when no model
+  span lists them).
 * **Step agents** (LlamaIndex ``AgentWorkflow`` / ``FunctionAgent``): no span per agent; each workflow
   step names the agent it runs as. A run whose steps name one agent is that agent's; when the name
   changes (a handoff), the steps from the first step of the next agent on are that agent's run,
@@ -34,6 +35,7 @@ __all__ = [
     "RunFacts",
     "answer_calls_from_nested_runs",
     "hosted_root",
+    "hosting_tools",
     "settle_workflow_steps",
     "split_by_step_agent",
     "step_agent",
@@ -89,6 +91,30 @@ def settle_workflow_steps(
                 f.call.kind = "framework"
 
 
+def hosting_tools(
+    by_span: Mapping[str, list[SpanFacts]], roles: Mapping[str, str], parent_of: Callable[[str], str | None]
+) -> set[str]:
+    """Tool spans that host a run: they name an agent (``hosted_agent``) and a model or tool span ran
+    inside them (a coworker CrewAI could not find answers with an error text and runs nothing)."""
+    candidates = {s for s, fs in by_span.items() if roles.get(s) == "tool" and any(
+        f.hints is not None and f.hints.hosted_agent for f in fs)}
+    if not candidates:
+        return set()
+    hosts: set[str] = set()
+    for span_id in by_span:
+        if roles.get(span_id) in ("tool", "llm"):
+            hit = next((a for a in _ancestors(span_id, parent_of) if a in candidates), None)
+            if hit is not None:
+                hosts.add(hit)
+    return hosts
+
+
+def _crew_role_key(name: str) -> str:
+    """How CrewAI compares a coworker argument with the agents' roles: blanks collapsed, quotes
+    removed, case-folded."""
+    return " ".join(name.split()).replace('"', "").casefold()
+
+
 def hosted_root(
     fs: list[SpanFacts], by_span: Mapping[str, list[SpanFacts]], parent_of: Callable[[str], str | None]
 ) -> SpanFacts | None:
@@ -101,9 +127,8 @@ def hosted_root(
     for anc in _ancestors(tool.span_id, parent_of):
         roster = next((f.hints.roster for f in by_span.get(anc, ()) if f.hints is not None and f.hints.roster), None)
         if roster is not None:
-            # CrewAI finds the coworker by its role, case-folded, quotes and line breaks removed
-            wanted = name.casefold().replace('"', "").replace("\n", "")
-            role = next((r for r in roster if r.casefold().strip() == wanted.strip()), None)
+            wanted = _crew_role_key(name)
+            role = next((r for r in roster if _crew_role_key(r) == wanted), None)
             if role is not None:
                 name, tools = role, roster[role]
             break

@@ -241,8 +241,8 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
             f.defer(langgraph_tool_context, value)
         elif value is not None:
             f.defer(io_value_input, value)
-            if framework == "llamaindex":
-                f.defer(llamaindex_step_agent, value)
+            if framework == "llamaindex" and isinstance(value, str) and "current_agent_name=" in value[-512:]:
+                f.defer(llamaindex_step_agent, value)  # an agent workflow step's event ends naming its agent
         output = a.get("output.value")
         if output is not None and not (framework == "llamaindex" and _is_stop_event(output)):
             f.defer(io_value_output, output)
@@ -273,8 +273,8 @@ def _oi_tool(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, framework: str
         # name in the first line of the LLM-facing description ("Tool Name: delegate_work_to_coworker")
         f.tool_name = crewai_called_name(a.get("tool.description")) or f.tool_name
         value = a.get("input.value")
-        if isinstance(value, str) and '"coworker"' in value:
-            f.defer(crewai_hosted_run, value)
+        if value is not None:
+            f.defer(crewai_hosted_run, value)  # a coworker tool's arguments name the agent it runs
 
 
 def _oi_agent_name(rec: SpanRecord, a: Mapping[str, Any], framework: str | None) -> str | None:
