@@ -34,8 +34,11 @@ The span's role is the first one a reader names (``gen_ai.operation.name`` value
 know leave it to the framework readers); ``execute_tool (merged)`` is never a call. For the run,
 facts of the run's root span win over facts of its model spans (the first model span for the user's
 request, the last one for the final answer). Framework tags (``strands``, ``openai-agents``,
-``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only. The run
-rules (nesting, wrappers, de-duplication, errors) are in :mod:`.assemble`.
+``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only, and select
+the framework-specific parsers of :mod:`.frameworks` (smolagents, LlamaIndex, CrewAI under
+OpenInference). The run rules (nesting, wrappers, de-duplication, errors) are in :mod:`.assemble`;
+runs and calls a framework records without an agent or tool span (CrewAI coworkers, LlamaIndex
+handoffs, Mastra workflow steps, smolagents' managed agents) in :mod:`.implicit_runs`.
 
 What is parsed where: :func:`read_span` (hot path) reads scalar attributes only; JSON message
 attributes, flattened ``llm.*`` keys, tool definitions, arguments and results are parsed once per run
