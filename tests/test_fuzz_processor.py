@@ -252,7 +252,7 @@ def raw_spans(draw: Any) -> list[ReadableSpan]:
 def test_hand_built_spans_with_values_no_sdk_allows(spans: list[ReadableSpan], data: Any, capture: bool) -> None:
     """Nothing raises and every span is forwarded. A span the processor cannot read may leave its trace
     pending, but only until the trace timeout, and that eviction is counted."""
-    r = rig(capture_content=capture, trace_timeout_s=0.2)
+    r = rig(capture_content=capture, trace_timeout_ms=200)
     for s in spans:
         r.processor.on_start(s)  # type: ignore[arg-type]  # the service replays ReadableSpans the same way
     for i in data.draw(st.permutations(range(len(spans)))):

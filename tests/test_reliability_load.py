@@ -122,7 +122,7 @@ def _expected(indices: list[int]) -> Counter[str]:
 
 
 def test_threads_and_tasks_balance_with_evictions_by_timeout() -> None:
-    rig = Rig(trace_timeout_s=8.0)  # long enough that no run of the load itself times out
+    rig = Rig(trace_timeout_ms=8000)  # long enough that no run of the load itself times out
     abandoned = [
         rig.tracer.start_span("invoke_agent weather_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
         for _ in range(7)

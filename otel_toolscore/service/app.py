@@ -170,7 +170,7 @@ class ScoringService:
             max_spans=svc.max_pending_spans,
             max_bytes=svc.max_pending_bytes,
             quiet_period_s=svc.quiet_period_ms / 1000,
-            hard_timeout_s=svc.hard_timeout_s,
+            hard_timeout_s=svc.hard_timeout_ms / 1000,
             recent_traces=svc.recent_traces,
         )
         self._instruments()
@@ -440,12 +440,12 @@ class ScoringService:
         return int(self._receivers[1].port)
 
     def shutdown(self, timeout_s: float | None = None) -> None:
-        """Drain within ``timeout_s`` (default ``drain_timeout_s``): refuse new data, finish in-flight
+        """Drain within ``timeout_s`` (default ``drain_timeout_ms``): refuse new data, finish in-flight
         requests, score what the time allows, flush exports. What is left at the deadline is counted
         in ``toolscore.dropped`` (``drain_timeout``), never waited for."""
         if self._stop.is_set():
             return
-        budget = self.config.service.drain_timeout_s if timeout_s is None else timeout_s
+        budget = self.config.service.drain_timeout_ms / 1000 if timeout_s is None else timeout_s
         start = time.monotonic()
         deadline = start + budget
         self._draining = True
