@@ -343,6 +343,9 @@ def test_pending_traces_limit_evicts_oldest_and_counts() -> None:
     tracer = p.tracer
     open_roots = [tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}) for _ in range(100)]
     assert p.processor.pending_traces <= 16
+    p.flush()
+    # The up-down counter, under its name and (deprecated, one more release) its old plural name.
+    assert p.counter("toolscore.trace.pending") == p.counter("toolscore.pending_traces") == 16
     for s in open_roots:
         s.end()
     p.flush()
@@ -361,7 +364,7 @@ def test_trace_timeout_evicts_runs_whose_root_never_ends() -> None:
     p.flush()
     assert p.processor.pending_traces == 0
     assert p.counter("toolscore.runs", **{"toolscore.outcome": "evicted"}) == 1
-    assert p.counter("toolscore.pending_traces") == 0
+    assert p.counter("toolscore.trace.pending") == p.counter("toolscore.pending_traces") == 0
     p.provider.shutdown()
 
 
@@ -397,7 +400,7 @@ def test_many_threads_and_tasks_balance() -> None:
     assert sum(1 for r in roots if r.attributes["toolscore.code.score"] == 1.0) == 4 * per_thread + 100
     assert p.counter("toolscore.runs", **{"toolscore.outcome": "scored"}) == total
     assert p.processor.pending_traces == 0
-    assert p.counter("toolscore.pending_traces") == 0
+    assert p.counter("toolscore.trace.pending") == p.counter("toolscore.pending_traces") == 0
     hist = p.metric_points("gen_ai.evaluation.score")
     assert sum(h.count for h in hist) == total  # one pass and one fail series
     p.provider.shutdown()
