@@ -213,26 +213,13 @@ SERVE = ("serve", "--grpc-port", "0", "--http-port", "0", "--no-export")
 
 def _serve_starts(*args: str, env: dict[str, str]) -> str:
     """Start ``serve`` with ``env`` added, wait for it to listen, stop it; its stderr."""
-    import json
-    import signal
+    from tests.support.serve_cli import serve_until_listening
 
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_TOOLSCORE_", "OPENAI_", "OTEL_EXPORTER"))}
     clean["PYTHONPATH"] = str(REPO) + os.pathsep + clean.get("PYTHONPATH", "")
     clean.update(env)
-    code = "import sys; from otel_toolscore.cli import main; sys.exit(main())"
-    proc = subprocess.Popen([sys.executable, "-c", code, *SERVE, *args], env=clean, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert line and json.loads(line)["event"] == "listening", (line, proc.stderr.read() if proc.stderr else "")
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err
+    code, err = serve_until_listening(*SERVE[1:], *args, env=clean)  # SERVE starts with the command
+    assert code == 0 and "Traceback" not in err, err
     return err
 
 
@@ -288,21 +275,4 @@ def test_score_refuses_hostile_rules(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
 def test_serve_still_starts_on_a_good_host(host: str) -> None:
-    import json
-    import signal
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_TOOLSCORE_", "OPENAI_", "OTEL_EXPORTER"))}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    code = "import sys; from otel_toolscore.cli import main; sys.exit(main())"
-    proc = subprocess.Popen([sys.executable, "-c", code, *SERVE, "--host", host], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert json.loads(line)["event"] == "listening", line
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0
+    _serve_starts("--host", host, env={})

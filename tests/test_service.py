@@ -576,20 +576,12 @@ def test_serve_command_drains_on_sigterm(tmp_path: Path) -> None:
 
 
 def test_serve_command_warns_about_unknown_service_variables_and_starts() -> None:
+    from tests.support.serve_cli import serve_until_listening
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["OTEL_TOOLSCORE_SERVICE_QUIET_MS"] = "5"
-    proc = subprocess.Popen([*CLI, "serve", "--grpc-port", "0", "--http-port", "0", "--no-export"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert json.loads(line)["event"] == "listening"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0
+    code, err = serve_until_listening("--grpc-port", "0", "--http-port", "0", "--no-export", env=env)
+    assert code == 0
     assert "OTEL_TOOLSCORE_SERVICE_QUIET_MS is not one of the service settings" in err
     assert "OTEL_TOOLSCORE_SERVICE_QUIET_PERIOD_MS" in err  # the name meant
     # A misspelt flag is refused.
