@@ -119,7 +119,7 @@ class LiveCore:
         self._max_open = settings.max_open_spans_per_trace
         self._max_known = settings.max_known_spans_per_trace
         self._max_facts = settings.max_spans_per_trace
-        self._timeout = settings.trace_timeout_s
+        self._timeout = settings.trace_timeout_ms / 1000
         #: traces with a held root (what the sweep looks at besides timeouts)
         self._holding: dict[int, TraceState] = {}
         #: traces with roots ready to be scored at the end of the current batch

@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from .. import __version__
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
+from ..online.exporters import otlp_exporter, otlp_protocol
 from ..online.processor import ToolScoreSpanProcessor
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
@@ -59,35 +60,6 @@ _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
 )
-
-
-def _exporters(endpoint: str | None, protocol: str) -> tuple[SpanExporter, Any, Any]:
-    """Span, metric and log OTLP exporters for ``protocol``; ``endpoint=None`` leaves them to OTEL_* variables."""
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        if endpoint is None:
-            return OTLPSpanExporter(), OTLPMetricExporter(), OTLPLogExporter()
-        insecure = not endpoint.startswith("https://")
-        return (
-            OTLPSpanExporter(endpoint=endpoint, insecure=insecure),
-            OTLPMetricExporter(endpoint=endpoint, insecure=insecure),
-            OTLPLogExporter(endpoint=endpoint, insecure=insecure),
-        )
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
-
-    if endpoint is None:
-        return HttpSpanExporter(), HttpMetricExporter(), HttpLogExporter()
-    base = endpoint.rstrip("/")
-    return (
-        HttpSpanExporter(endpoint=f"{base}/v1/traces"),
-        HttpMetricExporter(endpoint=f"{base}/v1/metrics"),
-        HttpLogExporter(endpoint=f"{base}/v1/logs"),
-    )
 
 
 def service_resource() -> Resource:
@@ -170,7 +142,7 @@ class ScoringService:
             max_spans=svc.max_pending_spans,
             max_bytes=svc.max_pending_bytes,
             quiet_period_s=svc.quiet_period_ms / 1000,
-            hard_timeout_s=svc.hard_timeout_s,
+            hard_timeout_s=svc.hard_timeout_ms / 1000,
             recent_traces=svc.recent_traces,
         )
         self._instruments()
@@ -194,12 +166,14 @@ class ScoringService:
                 "otel-toolscore serve: no export endpoint (--export-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT): "
                 "scores are not exported"
             )
-        protocol = svc.export_protocol or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").strip().lower()
-        if protocol == "http":
-            protocol = "http/protobuf"
         spans_out = metrics_out = logs_out = None
         if exporting:
-            spans_out, metrics_out, logs_out = _exporters(svc.export_endpoint, protocol)
+            # --export-protocol for every signal, else each signal's OTEL_EXPORTER_OTLP_* protocol
+            # (default http/protobuf, like every OpenTelemetry SDK).
+            spans_out, metrics_out, logs_out = (
+                otlp_exporter(signal, svc.export_protocol or otlp_protocol(signal), svc.export_endpoint)
+                for signal in ("traces", "metrics", "logs")
+            )
         resource = self._resource = service_resource()
         if meter_provider is None:
             readers = []
@@ -440,12 +414,12 @@ class ScoringService:
         return int(self._receivers[1].port)
 
     def shutdown(self, timeout_s: float | None = None) -> None:
-        """Drain within ``timeout_s`` (default ``drain_timeout_s``): refuse new data, finish in-flight
+        """Drain within ``timeout_s`` (default ``drain_timeout_ms``): refuse new data, finish in-flight
         requests, score what the time allows, flush exports. What is left at the deadline is counted
         in ``toolscore.dropped`` (``drain_timeout``), never waited for."""
         if self._stop.is_set():
             return
-        budget = self.config.service.drain_timeout_s if timeout_s is None else timeout_s
+        budget = self.config.service.drain_timeout_ms / 1000 if timeout_s is None else timeout_s
         start = time.monotonic()
         deadline = start + budget
         self._draining = True

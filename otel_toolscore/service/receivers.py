@@ -55,8 +55,9 @@ def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def _retry_status(code: int, message: str, retry_after_s: int) -> status_pb2.Status:
-    info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=retry_after_s))
+def _retry_status(code: int, message: str, retry_after_ms: int) -> status_pb2.Status:
+    delay = duration_pb2.Duration(seconds=retry_after_ms // 1000, nanos=retry_after_ms % 1000 * 1_000_000)
+    info = error_details_pb2.RetryInfo(retry_delay=delay)
     detail = any_pb2.Any()
     detail.Pack(info)
     return status_pb2.Status(code=code, message=message, details=[detail])
@@ -69,7 +70,7 @@ class _GrpcExport:
     def __init__(self, service: Intake, settings: ServiceSettings, signal: str) -> None:
         self.service = service
         self.signal = signal
-        self.retry_after_s = settings.retry_after_s
+        self.retry_after_ms = settings.retry_after_ms
         self.max_bytes = settings.max_request_bytes
 
     def __call__(self, body: bytes, context: grpc.ServicerContext) -> Any:
@@ -103,7 +104,7 @@ class _GrpcExport:
             code, grpc_code, msg = code_pb2.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE, "scoring service is draining"
         else:
             code, grpc_code, msg = code_pb2.RESOURCE_EXHAUSTED, grpc.StatusCode.RESOURCE_EXHAUSTED, _OVERLOAD_MESSAGE
-        status = _retry_status(code, msg, self.retry_after_s)
+        status = _retry_status(code, msg, self.retry_after_ms)
         info = error_details_pb2.RetryInfo()
         status.details[0].Unpack(info)
         context.set_trailing_metadata(
@@ -188,10 +189,10 @@ class HttpReceiver:
         )
         limits = HttpLimits(
             max_request_bytes=settings.max_request_bytes,
-            read_timeout_s=settings.http_read_timeout_s,
-            idle_timeout_s=settings.http_idle_timeout_s,
+            read_timeout_s=settings.http_read_timeout_ms / 1000,
+            idle_timeout_s=settings.http_idle_timeout_ms / 1000,
             max_connections=settings.http_max_connections,
-            retry_after_s=settings.retry_after_s,
+            retry_after=settings.retry_after_header,
         )
         self._server = HttpServer(
             settings.host, settings.http_port, limits, handle=self._handle, precheck=self._precheck, observe=self._observe
@@ -283,7 +284,7 @@ class HttpReceiver:
             service.refuse(signal, "invalid", 1)
             return _status_answer(400, code_pb2.INVALID_ARGUMENT, str(exc), json_body)
         if not result.accepted:
-            retry = {"Retry-After": str(settings.retry_after_s)}
+            retry = {"Retry-After": settings.retry_after_header}
             if result.reason == "draining":
                 return _status_answer(503, code_pb2.UNAVAILABLE, "scoring service is draining", json_body, retry)
             return _status_answer(429, code_pb2.RESOURCE_EXHAUSTED, _OVERLOAD_MESSAGE, json_body, retry)

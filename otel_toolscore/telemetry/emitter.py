@@ -103,7 +103,12 @@ class Emitter:
             n.METRIC_DROPPED, unit="{item}", description="Spans, runs or records otel-toolscore dropped, by reason."
         )
         self.pending = meter.create_up_down_counter(
-            n.METRIC_PENDING_TRACES, unit="{trace}", description="Traces buffered while their runs are open."
+            n.METRIC_TRACE_PENDING, unit="{trace}", description="Traces the worker is watching (a span open, or a run waiting to be scored)."
+        )
+        self.pending_deprecated = meter.create_up_down_counter(
+            n.METRIC_PENDING_TRACES_DEPRECATED,
+            unit="{trace}",
+            description=f"Deprecated: use {n.METRIC_TRACE_PENDING} (same values; removed in the next release).",
         )
         self.judge_requests = meter.create_counter(
             n.METRIC_JUDGE_REQUESTS, unit="{request}", description="LLM judge requests, by outcome."
@@ -161,6 +166,7 @@ class Emitter:
             return
         try:
             self.pending.add(delta)
+            self.pending_deprecated.add(delta)
         except Exception as exc:
             self._guard("a metric", exc)
 

@@ -42,10 +42,18 @@ RUN_OUTCOME: Final = "toolscore.run.outcome"
 OI_ANNOTATION_PREFIX: Final = "annotations"
 
 # -- metrics ------------------------------------------------------------------------------------------
+# `gen_ai.evaluation.score` is not (yet) in the GenAI semantic conventions, which define the
+# `gen_ai.evaluation.result` event and its `gen_ai.evaluation.*` attributes only: it is the de facto
+# name evaluation libraries record scores under, kept so dashboards and alerts built on it work.
 METRIC_SCORE: Final = "gen_ai.evaluation.score"
 METRIC_RUNS: Final = "toolscore.runs"
 METRIC_DROPPED: Final = "toolscore.dropped"
-METRIC_PENDING_TRACES: Final = "toolscore.pending_traces"
+# An UpDownCounter is not pluralised (semantic conventions, "Do not pluralize UpDownCounter names"):
+# traces in the state pending, as `cicd.pipeline.run.active`.
+METRIC_TRACE_PENDING: Final = "toolscore.trace.pending"
+# Deprecated: the same values under the old, pluralised name, still recorded for one release so that
+# dashboards and alerts can move; removed in the release after.
+METRIC_PENDING_TRACES_DEPRECATED: Final = "toolscore.pending_traces"
 METRIC_JUDGE_REQUESTS: Final = "toolscore.judge.requests"
 METRIC_JUDGE_SKIPPED: Final = "toolscore.judge.skipped"
 METRIC_JUDGE_TOKENS: Final = "toolscore.judge.tokens"
