@@ -79,6 +79,12 @@ class Settings(BaseModel):
     callback_queue_size: int = Field(
         10_000, ge=1, le=10_000_000, description="Scored runs waiting for the `on_scored` callback."
     )
+    sinks: tuple[str, ...] = Field(
+        (), description="Score sinks by name, comma-separated: `phoenix`, `langfuse` (see `otel_toolscore.sinks`)."
+    )
+    sink_queue_size: int = Field(
+        10_000, ge=1, le=10_000_000, description="Score records waiting per sink."
+    )
     capture_content: bool | None = Field(
         None,
         description="Keep prompts/answers/arguments while a run is pending; default: only when a judge is set.",
@@ -89,6 +95,19 @@ class Settings(BaseModel):
     def _order_not_empty(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if value is not None and len(value) == 0:
             raise ValueError("must not be empty")
+        return value
+
+    @field_validator("sinks", mode="before")
+    @classmethod
+    def _known_sinks(cls, value: Any) -> Any:
+        # Passed by a caller: an unknown name fails here (the environment's are filtered, with a
+        # warning, before they reach the model).
+        from .sinks.settings import parse_sink_names
+
+        if isinstance(value, str):
+            return parse_sink_names(value, source="sinks", strict=True)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return parse_sink_names(",".join(value), source="sinks", strict=True)
         return value
 
     @classmethod
@@ -156,9 +175,12 @@ def build_settings(model: type[M], values: Mapping[str, Any], where: Mapping[str
         raise ConfigError(f"invalid setting {where.get(loc, loc)} ({loc}): {err['msg']}") from None
 
 
-# Variables with our prefix that other parts read (and check) themselves: the judge, the service.
+# Variables with our prefix that other parts read (and check) themselves: the judge, the service,
+# the score sinks.
 _FOREIGN_KEYS: frozenset[str] = frozenset({ENV_PREFIX + "ENABLED"})
-_FOREIGN_PREFIXES: tuple[str, ...] = (ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVICE_")
+_FOREIGN_PREFIXES: tuple[str, ...] = (
+    ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVICE_", ENV_PREFIX + "PHOENIX_", ENV_PREFIX + "LANGFUSE_"
+)
 
 
 def _parse_env(name: str, raw: str) -> Any:
@@ -166,4 +188,8 @@ def _parse_env(name: str, raw: str) -> Any:
         return SKIP  # an empty variable means "use the default", as in the OpenTelemetry SDK
     if name == "expected_tool_order":
         return tuple(p.strip() for p in raw.split(",") if p.strip())
+    if name == "sinks":
+        from .sinks.settings import parse_sink_names
+
+        return parse_sink_names(raw)  # an unknown name is a warning, not a failed start
     return raw.strip()
