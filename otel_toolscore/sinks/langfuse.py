@@ -11,9 +11,10 @@ observation:
 both with the explanation as ``comment``. Score ids are derived from (trace, span, name, identifier),
 so a re-score replaces the scores instead of adding more (Langfuse upserts scores by id).
 
-Needs ``pip install langfuse`` (3.x or later). Only the SDK's REST client is used (``langfuse.api``):
-no ``Langfuse()`` client is created here, so the application's own Langfuse set-up (a tracer
-provider, its span processor) is left as it is. Credentials and host come from the arguments or the
+Needs the ``langfuse`` package, 5.x (``pip install 'otel-toolscore[langfuse]'``). Only the SDK's
+REST client is used (``langfuse.api``): no ``Langfuse()`` client is created here — it would set up a
+tracer provider of its own, and its per-key singleton would impose our settings on the
+application's own Langfuse client. Credentials and host come from the arguments or the
 SDK's variables: ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_BASE_URL`` (or
 ``LANGFUSE_HOST``), ``LANGFUSE_TRACING_ENVIRONMENT``.
 """
@@ -73,7 +74,7 @@ class LangfuseSink(ScoreSink):
             from langfuse.api import LangfuseAPI
             from langfuse.api.core import ApiError
         except ImportError as exc:
-            raise ImportError("LangfuseSink needs the langfuse package: pip install langfuse") from exc
+            raise ImportError("LangfuseSink needs the langfuse package (5.x): pip install 'otel-toolscore[langfuse]'") from exc
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
         if max_retries < 0:
@@ -150,13 +151,11 @@ def langfuse_scores(record: ScoreRecord, *, environment: str | None = None) -> l
         metadata["gen_ai.agent.name"] = record.agent_name
     if record.conversation_id:
         metadata["gen_ai.conversation.id"] = record.conversation_id
-    common: dict[str, Any] = {
-        "trace_id": record.trace_id,
-        "observation_id": record.span_id,
-        "comment": record.explanation or None,
-        "metadata": metadata,
-        "environment": environment,
-    }
+    common: dict[str, Any] = {"trace_id": record.trace_id, "observation_id": record.span_id, "metadata": metadata}
+    if record.explanation:
+        common["comment"] = record.explanation
+    if environment:
+        common["environment"] = environment  # absent, not null: the API then uses its default
     scores = [
         CreateScoreRequest(
             id=score_id(record, record.name), name=record.name, value=record.score, data_type="NUMERIC", **common
