@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import ScoreSink
 from .record import ScoreRecord
-from .retry import RetryableError, SinkError, with_retries
+from .retry import RetryableError, SinkError, check_request_limits, with_retries
 
 if TYPE_CHECKING:
     from langfuse.api import LangfuseAPI
@@ -75,12 +75,7 @@ class LangfuseSink(ScoreSink):
             from langfuse.api.core import ApiError
         except ImportError as exc:
             raise ImportError("LangfuseSink needs the langfuse package (5.x): pip install 'otel-toolscore[langfuse]'") from exc
-        if timeout_s <= 0:
-            raise ValueError("timeout_s must be positive")
-        if max_retries < 0:
-            raise ValueError("max_retries must be 0 or more")
-        if max_batch < 1:
-            raise ValueError("max_batch must be at least 1")
+        check_request_limits(timeout_s, max_retries, max_batch)
         env = os.environ if environ is None else environ
         self.environment = environment or env.get("LANGFUSE_TRACING_ENVIRONMENT") or None
         self.max_retries = max_retries

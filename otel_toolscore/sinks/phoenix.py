@@ -20,7 +20,7 @@ import httpx
 
 from .base import ScoreSink
 from .record import ScoreRecord
-from .retry import RetryableError, SinkError, with_retries
+from .retry import RetryableError, SinkError, check_request_limits, with_retries
 
 __all__ = ["DEFAULT_ENDPOINT", "PhoenixSink"]
 
@@ -58,12 +58,7 @@ class PhoenixSink(ScoreSink):
         url = httpx.URL(endpoint.strip())
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError(f"Phoenix endpoint must be an http(s) URL, not {endpoint!r}")
-        if timeout_s <= 0:
-            raise ValueError("timeout_s must be positive")
-        if max_retries < 0:
-            raise ValueError("max_retries must be 0 or more")
-        if max_batch < 1:
-            raise ValueError("max_batch must be at least 1")
+        check_request_limits(timeout_s, max_retries, max_batch)
         base = str(url).rstrip("/")
         # The OTLP endpoint Phoenix's own clients are often given: the REST API is beside it.
         self.endpoint = base.removesuffix("/v1/traces")

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["MAX_BACKOFF_S", "RetryableError", "SinkError", "with_retries"]
+__all__ = ["MAX_BACKOFF_S", "RetryableError", "SinkError", "check_request_limits", "with_retries"]
 
 T = TypeVar("T")
 
@@ -41,3 +41,13 @@ def with_retries(attempt: Callable[[], T], max_retries: int, *, sleep: Callable[
             wait = exc.retry_after if exc.retry_after is not None else delay
             sleep(min(MAX_BACKOFF_S, wait))
             delay = min(MAX_BACKOFF_S, delay * 2)
+
+
+def check_request_limits(timeout_s: float, max_retries: int, max_batch: int) -> None:
+    """Fail fast on a sink's request limits (constructor arguments)."""
+    if timeout_s <= 0:
+        raise ValueError("timeout_s must be positive")
+    if max_retries < 0:
+        raise ValueError("max_retries must be 0 or more")
+    if max_batch < 1:
+        raise ValueError("max_batch must be at least 1")
