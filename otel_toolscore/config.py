@@ -8,15 +8,23 @@ must not silently fall back to a default in production.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-__all__ = ["ENV_PREFIX", "SKIP", "ConfigError", "Settings", "build_settings", "read_env"]
+from .telemetry.names import SINK_NAMES
+
+__all__ = [
+    "ENV_PREFIX", "SINKS_ENV", "SKIP", "ConfigError", "Settings", "build_settings", "parse_sink_names", "read_env"
+]
+
+_log = logging.getLogger(__name__)
 
 ENV_PREFIX = "OTEL_TOOLSCORE_"
+SINKS_ENV = ENV_PREFIX + "SINKS"
 
 
 class ConfigError(ValueError):
@@ -102,8 +110,6 @@ class Settings(BaseModel):
     def _known_sinks(cls, value: Any) -> Any:
         # Passed by a caller: an unknown name fails here (the environment's are filtered, with a
         # warning, before they reach the model).
-        from .sinks.settings import parse_sink_names
-
         if isinstance(value, str):
             return parse_sink_names(value, source="sinks", strict=True)
         if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
@@ -183,13 +189,32 @@ _FOREIGN_PREFIXES: tuple[str, ...] = (
 )
 
 
+def parse_sink_names(text: str, *, source: str = SINKS_ENV, strict: bool = False) -> tuple[str, ...]:
+    """``phoenix,langfuse`` → ``("phoenix", "langfuse")``; ``none`` or empty → ``()``.
+
+    An unknown name raises :class:`ConfigError` when ``strict``, else is left out with a warning.
+    """
+    out: list[str] = []
+    for part in text.split(","):
+        item = part.strip().lower()
+        if not item or item == "none":
+            continue
+        if item not in SINK_NAMES:
+            message = f"{source}: unknown sink {item!r} (known: {', '.join(SINK_NAMES)})"
+            if strict:
+                raise ConfigError(message)
+            _log.warning("otel-toolscore: %s; ignored", message)
+            continue
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
 def _parse_env(name: str, raw: str) -> Any:
     if not raw:
         return SKIP  # an empty variable means "use the default", as in the OpenTelemetry SDK
     if name == "expected_tool_order":
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if name == "sinks":
-        from .sinks.settings import parse_sink_names
-
         return parse_sink_names(raw)  # an unknown name is a warning, not a failed start
     return raw.strip()

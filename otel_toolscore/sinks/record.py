@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..telemetry import names
+from ..telemetry.names import ANNOTATION_IDENTIFIER, LABEL_PASS
 
 __all__ = ["AnnotatorKind", "MetadataValue", "ScoreRecord"]
 
@@ -35,7 +35,7 @@ class ScoreRecord(BaseModel):
     label: str | None = Field(None, description="`pass` or `fail`.")
     explanation: str | None = Field(None, max_length=MAX_EXPLANATION_CHARS)
     identifier: str = Field(
-        names.ANNOTATION_IDENTIFIER, description="Producer id: a re-score with the same name and id replaces the old one."
+        ANNOTATION_IDENTIFIER, description="Producer id: a re-score with the same name and id replaces the old one."
     )
     agent_name: str | None = None
     conversation_id: str | None = None
@@ -49,4 +49,4 @@ class ScoreRecord(BaseModel):
         """``True``/``False`` from the label; ``None`` without one."""
         if self.label is None:
             return None
-        return self.label == names.LABEL_PASS
+        return self.label == LABEL_PASS

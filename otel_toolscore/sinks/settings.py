@@ -14,8 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from ..config import ENV_PREFIX, ConfigError
-from ..telemetry import names
+from ..config import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
 from .base import ScoreSink
 
 __all__ = [
@@ -28,9 +27,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-
-SINKS_ENV = ENV_PREFIX + "SINKS"
-
 
 class PhoenixSinkSettings(BaseModel):
     """``OTEL_TOOLSCORE_PHOENIX_*``; endpoint and key fall back to Phoenix's own variables."""
@@ -57,27 +53,6 @@ class LangfuseSinkSettings(BaseModel):
 
 
 _SETTINGS: dict[str, type[BaseModel]] = {"phoenix": PhoenixSinkSettings, "langfuse": LangfuseSinkSettings}
-
-
-def parse_sink_names(text: str, *, source: str = SINKS_ENV, strict: bool = False) -> tuple[str, ...]:
-    """``phoenix,langfuse`` → ``("phoenix", "langfuse")``; ``none`` or empty → ``()``.
-
-    An unknown name raises :class:`ConfigError` when ``strict``, else is left out with a warning.
-    """
-    out: list[str] = []
-    for part in text.split(","):
-        item = part.strip().lower()
-        if not item or item == "none":
-            continue
-        if item not in names.SINK_NAMES:
-            message = f"{source}: unknown sink {item!r} (known: {', '.join(names.SINK_NAMES)})"
-            if strict:
-                raise ConfigError(message)
-            _log.warning("otel-toolscore: %s; ignored", message)
-            continue
-        if item not in out:
-            out.append(item)
-    return tuple(out)
 
 
 def sink_settings_from_env(name: str, environ: Mapping[str, str] | None = None) -> BaseModel:
