@@ -9,6 +9,7 @@ Constructor arguments are checked at once and fail with one message naming the k
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -16,10 +17,16 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, Field, field_validator
 
 from .envconfig import SKIP, ConfigError, EnvSettings, build_settings, read_env
+from .telemetry.names import SINK_NAMES
 
-__all__ = ["ENV_PREFIX", "SKIP", "ConfigError", "Settings", "build_settings", "read_env"]
+__all__ = [
+    "ENV_PREFIX", "SINKS_ENV", "SKIP", "ConfigError", "Settings", "build_settings", "parse_sink_names", "read_env"
+]
+
+_log = logging.getLogger(__name__)
 
 ENV_PREFIX = "OTEL_TOOLSCORE_"
+SINKS_ENV = ENV_PREFIX + "SINKS"
 
 
 class Settings(EnvSettings):
@@ -80,6 +87,12 @@ class Settings(EnvSettings):
     callback_queue_size: int = Field(
         10_000, ge=1, le=10_000_000, description="Scored runs waiting for the `on_scored` callback."
     )
+    sinks: tuple[str, ...] = Field(
+        (), description="Score sinks by name, comma-separated: `phoenix`, `langfuse` (see `otel_toolscore.sinks`)."
+    )
+    sink_queue_size: int = Field(
+        10_000, ge=1, le=10_000_000, description="Score records waiting per sink."
+    )
     capture_content: bool | None = Field(
         None,
         description="Keep prompts/answers/arguments while a run is pending; default: only when a judge is set.",
@@ -92,6 +105,17 @@ class Settings(EnvSettings):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("sinks", mode="before")
+    @classmethod
+    def _known_sinks(cls, value: Any) -> Any:
+        # Passed by a caller: an unknown name fails here (the environment's are filtered, with a
+        # warning, before they reach the model).
+        if isinstance(value, str):
+            return parse_sink_names(value, source="sinks", strict=True)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return parse_sink_names(",".join(value), source="sinks", strict=True)
+        return value
+
     @classmethod
     def field_env_name(cls, name: str) -> str:
         return cls.env_name(name)
@@ -100,6 +124,8 @@ class Settings(EnvSettings):
     def parse_env(cls, name: str, text: str) -> Any:
         if name == "expected_tool_order":
             return tuple(p.strip() for p in text.split(",") if p.strip())
+        if name == "sinks":
+            return parse_sink_names(text)  # an unknown name is a warning, not a failed start
         return super().parse_env(name, text)
 
     @classmethod
@@ -120,6 +146,29 @@ class Settings(EnvSettings):
 
 
 # Variables with our prefix that other parts read (and check) themselves: the zero-code switch, the
-# judge, the service.
+# judge, the service, the score sinks.
 _FOREIGN_KEYS: frozenset[str] = frozenset({ENV_PREFIX + "ENABLED"})
-_FOREIGN_PREFIXES: tuple[str, ...] = (ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVICE_")
+_FOREIGN_PREFIXES: tuple[str, ...] = (
+    ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVICE_", ENV_PREFIX + "PHOENIX_", ENV_PREFIX + "LANGFUSE_"
+)
+
+
+def parse_sink_names(text: str, *, source: str = SINKS_ENV, strict: bool = False) -> tuple[str, ...]:
+    """``phoenix,langfuse`` → ``("phoenix", "langfuse")``; ``none`` or empty → ``()``.
+
+    An unknown name raises :class:`ConfigError` when ``strict``, else is left out with a warning.
+    """
+    out: list[str] = []
+    for part in text.split(","):
+        item = part.strip().lower()
+        if not item or item == "none":
+            continue
+        if item not in SINK_NAMES:
+            message = f"{source}: unknown sink {item!r} (known: {', '.join(SINK_NAMES)})"
+            if strict:
+                raise ConfigError(message)
+            _log.warning("otel-toolscore: %s; ignored", message)
+            continue
+        if item not in out:
+            out.append(item)
+    return tuple(out)

@@ -58,6 +58,7 @@ def add_parser(sub: Any) -> None:
     s = p.add_argument_group("scoring")
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
     s.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
+    s.add_argument("--sinks", help="score sinks, comma-separated: phoenix, langfuse (default: OTEL_TOOLSCORE_SINKS)")
     s.add_argument("--log-level", default="INFO", help="Python log level of the service (default INFO)")
     p.set_defaults(func=run)
 
@@ -69,7 +70,7 @@ _SERVICE_FLAGS = (
     "retry_after_ms", "metric_export_interval_ms", "recent_traces", "http_read_timeout_ms", "http_idle_timeout_ms",
     "http_max_connections", "forward_queue_spans", *_DEPRECATED_SECONDS_FLAGS,
 )
-_SCORING_FLAGS = ("rules", "expected_tool")
+_SCORING_FLAGS = ("rules", "expected_tool", "sinks")
 
 
 def _check_bindable(host: str) -> None:
@@ -94,6 +95,7 @@ def _check_bindable(host: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..service import ScoringService, load_config
+    from ..sinks.settings import resolve_sinks
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -108,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
             scoring_overrides={k: getattr(args, k) for k in _SCORING_FLAGS},
         )
         _check_bindable(config.service.host)
-        service = ScoringService(config, judge_from_environment=True)
+        # Sinks named on the command line fail here (a missing package, no credentials); those from
+        # the environment or the config file are a warning each, as the processor reads them.
+        sinks = resolve_sinks(config.scoring.sinks, strict=True) if args.sinks is not None else None
+        service = ScoringService(config, judge_from_environment=True, sinks=sinks)
     except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)
         return 2

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from ..online.expectations import Expectation
     from ..online.live import ScoredRun
+    from ..sinks.base import ScoreSink
 
 __all__ = ["IntakeResult", "ScoringService"]
 
@@ -95,6 +96,8 @@ class ScoringService:
             ``OTEL_TOOLSCORE_JUDGE_MODEL`` is set) unless ``judge`` is given; its carrier spans are
             exported with the service's own resource.
         environ: the environment read for the judge (default ``os.environ``).
+        sinks: score sinks (objects or built-in names) for the processor; default
+            ``config.scoring.sinks`` (``OTEL_TOOLSCORE_SINKS``, ``scoring.sinks`` in the config file).
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class ScoringService:
         on_scored: Callable[[ScoredRun], None] | None = None,
         judge_from_environment: bool = False,
         environ: Mapping[str, str] | None = None,
+        sinks: Sequence[ScoreSink | str] | None = None,
     ) -> None:
         self.config = config
         svc = config.service
@@ -137,6 +141,7 @@ class ScoringService:
             logger_provider=self.logger_provider,
             settings=config.scoring,
             on_scored=on_scored,
+            sinks=sinks,
         )
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,

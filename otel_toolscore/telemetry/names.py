@@ -84,7 +84,18 @@ DROP_REASONS: Final = (
     "known_spans_limit",
     "span_queue_full",
     "callback_queue_full",
+    "sink_queue_full",
+    "sink_failed",
 )
+# -- score sinks (``otel_toolscore.sinks``) -------------------------------------------------------------
+# Built-in sinks, by the name ``OTEL_TOOLSCORE_SINKS`` lists.
+SINK_NAMES: Final = ("phoenix", "langfuse")
+# Who produced a score, in OpenInference's and Phoenix's terms (``annotator_kind``).
+ANNOTATOR_KIND_CODE: Final = "CODE"
+ANNOTATOR_KIND_LLM: Final = "LLM"
+# The stable producer id of every score we write (OpenInference ``identifier``): a backend that keys
+# results by (target, name, identifier) replaces a re-score instead of adding a second result.
+ANNOTATION_IDENTIFIER: Final = "otel-toolscore"
 # -- the LLM judge -----------------------------------------------------------------------------------
 # Set by the application on the run's root span (or as baggage) to ask for this run to be judged.
 ATTR_JUDGE_FLAG: Final = "toolscore.judge"
