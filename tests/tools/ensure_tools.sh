@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the external tools the service/collector/alert tests use, without changing the system:
-#   - rotel (a native OpenTelemetry collector shipped as a binary in a PyPI wheel) into the venv;
+#   - rotel (a native OpenTelemetry collector shipped as a binary in a Python wheel) into the venv;
 #   - promtool of the Prometheus 3 release deploy/ pins (Debian's `promtool` package, from sid: the
 #     stable releases still ship Prometheus 2), fetched with `apt-get download` through a private apt
 #     state under .cache/apt-sid (the machine's sources and lists are not touched) and unpacked with
@@ -8,7 +8,10 @@
 #   with --e2e also:
 #   - VictoriaMetrics (+ vmalert) and Alertmanager from Debian trixie, fetched the same way through
 #     .cache/apt-trixie;
-#   - Arize Phoenix from PyPI in its own venv, .cache/phoenix-venv.
+#   - Arize Phoenix in its own venv, .cache/phoenix-venv.
+# No package host is written here: Python packages come from pip's configured sources (pip.conf,
+# PIP_INDEX_URL, ...), and the Debian suites from the archive the machine's own apt sources name
+# for its release (read with `apt-get --print-uris update`, nothing written), or $DEBIAN_MIRROR.
 # Idempotent: a tool already present is not fetched again.
 # Usage: tests/tools/ensure_tools.sh [--e2e] [VENV_PYTHON]
 set -euo pipefail
@@ -25,6 +28,24 @@ if ! "$PY" -c "import rotel" >/dev/null 2>&1; then
     "$PY" -m pip install -q "rotel==$ROTEL_VERSION"
 fi
 
+debian_mirror() {  # the Debian archive the machine's apt sources use for its own release
+    if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "${DEBIAN_MIRROR%/}"; return 0; fi
+    local id="" codename="" uri=""
+    if [ -r /etc/os-release ]; then
+        id="$(. /etc/os-release; echo "${ID:-}")"
+        codename="$(. /etc/os-release; echo "${VERSION_CODENAME:-}")"
+    fi
+    if [ "$id" = debian ] && [ -n "$codename" ]; then
+        # apt prints one line per index it would fetch: 'URI/dists/SUITE/InRelease' FILE SIZE ...
+        uri="$(apt-get --print-uris update 2>/dev/null | sed -n "s|^'\(.*\)/dists/$codename/InRelease'.*|\1|p" | head -n 1)" || true
+    fi
+    if [ -z "$uri" ]; then
+        echo "ensure_tools.sh: no Debian archive for this machine's release in its apt sources; set DEBIAN_MIRROR" >&2
+        return 1
+    fi
+    echo "$uri"
+}
+
 unpack() {  # unpack PACKAGE: the newest downloaded .deb of PACKAGE into $DEBS/PACKAGE
     local pkg="$1" deb
     deb="$(ls -t "$DEBS"/download*/"${pkg}"_*.deb | head -n 1)"
@@ -35,10 +56,12 @@ unpack() {  # unpack PACKAGE: the newest downloaded .deb of PACKAGE into $DEBS/P
 fetch_suite_deb() {  # fetch_suite_deb SUITE PACKAGE BINARY: from Debian SUITE, private apt state
     local suite="$1" pkg="$2" bin="$3" apt="$CACHE/apt-$1"
     [ -x "$DEBS/$pkg/usr/bin/$bin" ] && return 0
+    local mirror
+    mirror="$(debian_mirror)"
     mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc" "$DEBS/download-$suite"
     cat > "$apt/etc/$suite.sources" <<SOURCES
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: $suite
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
