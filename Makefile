@@ -10,7 +10,7 @@ TOOLS  := $(CACHE)/.tools-installed
 LLAMA_VERSION ?= 0.3.36
 LLAMA_WHEEL   := $(CACHE)/llama/wheels/llama_cpp_python-$(LLAMA_VERSION)-py3-none-linux_x86_64.whl
 
-.PHONY: demo test lint bench clean llm-wheel test-llm
+.PHONY: demo test lint bench clean llm-wheel test-llm dist image
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,8 +49,22 @@ llm-wheel: $(LLAMA_WHEEL)
 test-llm: $(STAMP)
 	$(PY) -m pytest -q -rA -p no:cacheprovider -m real_llm tests/test_llm_real.py
 
+# The sdist and wheel to install elsewhere (`pip install dist/otel_toolscore-*.whl`), built in an
+# isolated environment from the machine's configured package sources.
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
+# The image deploy/ references, tagged with the package version (deploy/k8s/toolscore.yaml) and
+# `local` (deploy/docker-compose.yaml). Needs docker with a running daemon.
+VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' otel_toolscore/_version.py)
+IMAGE  ?= otel-toolscore
+image:
+	@command -v docker >/dev/null || { echo "make image: docker is not installed" >&2; exit 1; }
+	docker build -f deploy/Dockerfile -t $(IMAGE):$(VERSION) -t $(IMAGE):local .
+
 bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -9,14 +9,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
 from .scorers.code import (
     CodeScoreResult,
     ToolCallAccuracyCodeScorer,
     create_tool_call_accuracy_scorer_code,
 )
-
-__version__ = "0.1.0"
 
 # name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {

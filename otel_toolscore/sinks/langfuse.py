@@ -40,6 +40,8 @@ DEFAULT_BASE_URL = "https://cloud.langfuse.com"
 # Namespace of the score ids (any fixed UUID: it only has to stay the same across releases).
 _SCORE_ID_NAMESPACE = uuid.UUID("6f1d3c2a-8b4e-5d7f-9a0b-1c2d3e4f5a6b")
 LABEL_SUFFIX = ".label"
+# langfuse is an optional extra: every import of it turns a missing package into this message.
+_NEEDS_LANGFUSE = "LangfuseSink needs the langfuse package (5.x): pip install 'otel-toolscore[langfuse]'"
 
 
 class LangfuseSink(ScoreSink):
@@ -74,7 +76,7 @@ class LangfuseSink(ScoreSink):
             from langfuse.api import LangfuseAPI
             from langfuse.api.core import ApiError
         except ImportError as exc:
-            raise ImportError("LangfuseSink needs the langfuse package (5.x): pip install 'otel-toolscore[langfuse]'") from exc
+            raise ImportError(_NEEDS_LANGFUSE) from exc
         check_request_limits(timeout_s, max_retries, max_batch)
         env = os.environ if environ is None else environ
         self.environment = environment or env.get("LANGFUSE_TRACING_ENVIRONMENT") or None
@@ -138,7 +140,10 @@ class LangfuseSink(ScoreSink):
 
 def langfuse_scores(record: ScoreRecord, *, environment: str | None = None) -> list[Any]:
     """The two Langfuse scores (numeric, then categorical when there is a label) of ``record``."""
-    from langfuse.api import CreateScoreRequest
+    try:
+        from langfuse.api import CreateScoreRequest
+    except ImportError as exc:
+        raise ImportError(_NEEDS_LANGFUSE) from exc
 
     metadata: dict[str, Any] = {"annotator_kind": record.annotator_kind, "identifier": record.identifier}
     metadata.update(record.metadata)

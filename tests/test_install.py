@@ -1,0 +1,215 @@
+"""The package as a user installs it: the wheel ``make dist`` builds, installed into a fresh venv that
+has no dev tools, with its dependencies from the machine's configured package sources.
+
+From that venv (working directory outside the repository, no ``PYTHONPATH``) the tests run
+``otel-toolscore --help`` and ``python -m otel_toolscore --help``, the demo, and the README's minimal
+example against an OTLP/HTTP capture server on 127.0.0.1. The wheel is built as ``make dist`` builds
+it (``python -m build``: an sdist, then the wheel from that sdist) from a copy of the files git
+tracks or would track, so a file the build needs but the repository lacks fails here. A second build
+uses only what ``deploy/Dockerfile`` copies into the image before its ``pip install .``.
+
+pip in the fresh venv reads the same configuration as the dev venv's pip (the user and global
+pip.conf files and the ``PIP_*`` variables are inherited; nothing is written). The interpreter the
+venv is made from is this one, or ``TOOLSCORE_INSTALL_PYTHON`` (to try another Python version).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from otel_toolscore._version import __version__
+from tests.tools.otlp import capture_server
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTALL_TIMEOUT_S = 900
+RUN_TIMEOUT_S = 120
+#: Importable in the dev venv, never in a user's install.
+DEV_TOOLS = ("pytest", "ruff", "mypy", "hypothesis", "build")
+#: Variables that would make the fresh venv see this checkout or the dev venv, or send traffic away.
+SCRUBBED_PREFIXES = ("OTEL_", "OPENAI_", "LANGFUSE_", "PHOENIX_")
+SCRUBBED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV", "PIP_USER", "PIP_TARGET")
+
+pytestmark = pytest.mark.timeout(INSTALL_TIMEOUT_S + 300)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED and not k.startswith(SCRUBBED_PREFIXES)}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def _run(args: list[str], *, cwd: Path, timeout: float = RUN_TIMEOUT_S, **env: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(args, cwd=cwd, env=_env(**env), capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, f"{' '.join(args)} exited {done.returncode}\n--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
+    return done
+
+
+def _source_copy(dest: Path) -> Path:
+    """The files a fresh clone has (tracked, plus new files git does not ignore), copied to ``dest``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True, timeout=60,
+    ).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():  # a tracked file deleted in the work tree is skipped
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+@dataclass(frozen=True)
+class Installed:
+    venv: Path
+    python: Path
+    cli: Path
+    wheel: Path
+    workdir: Path  # outside the repository: nothing imports from the checkout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    tmp = tmp_path_factory.mktemp("install")
+    src = _source_copy(tmp / "src")
+    dist = tmp / "dist"
+    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(src)], cwd=tmp, timeout=INSTALL_TIMEOUT_S)
+    (wheel,) = dist.glob("*.whl")
+    assert wheel.name == f"otel_toolscore-{__version__}-py3-none-any.whl"
+    assert len(list(dist.glob("*.tar.gz"))) == 1
+
+    venv = tmp / "venv"
+    base = os.environ.get("TOOLSCORE_INSTALL_PYTHON") or sys.executable
+    _run([base, "-m", "venv", str(venv)], cwd=tmp)
+    python = venv / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "-q", str(wheel)], cwd=tmp, timeout=INSTALL_TIMEOUT_S)
+    workdir = tmp / "work"
+    workdir.mkdir()
+    return Installed(venv, python, venv / "bin" / "otel-toolscore", wheel, workdir)
+
+
+def test_the_install_has_no_dev_tools_and_imports_from_the_venv(installed: Installed) -> None:
+    probe = textwrap.dedent(
+        f"""
+        import importlib.util, otel_toolscore
+        print(otel_toolscore.__file__)
+        print(otel_toolscore.__version__)
+        print(",".join(m for m in {DEV_TOOLS!r} if importlib.util.find_spec(m) is not None))
+        """
+    )
+    where, version, dev_tools = _run([str(installed.python), "-c", probe], cwd=installed.workdir).stdout.splitlines()
+    assert Path(where).is_relative_to(installed.venv)
+    assert version == __version__
+    assert dev_tools == ""
+
+
+def test_every_module_of_the_install_imports(installed: Installed) -> None:
+    """Each module imports on this Python with only the base dependencies (optional ones are imported
+    inside functions, behind an ImportError handler)."""
+    probe = textwrap.dedent(
+        """
+        import importlib, pkgutil, otel_toolscore
+        names = [m.name for m in pkgutil.walk_packages(otel_toolscore.__path__, "otel_toolscore.")]
+        for name in names:
+            importlib.import_module(name)
+        print(len(names))
+        """
+    )
+    count = int(_run([str(installed.python), "-c", probe], cwd=installed.workdir).stdout)
+    assert count == len([p for p in (ROOT / "otel_toolscore").rglob("*.py") if p.name != "__init__.py"]) + len(
+        [p for p in (ROOT / "otel_toolscore").rglob("__init__.py") if p.parent != ROOT / "otel_toolscore"]
+    )
+
+
+def test_otel_toolscore_help_from_the_script_and_python_m(installed: Installed) -> None:
+    script = _run([str(installed.cli), "--help"], cwd=installed.workdir).stdout
+    module = _run([str(installed.python), "-m", "otel_toolscore", "--help"], cwd=installed.workdir).stdout
+    assert script == module
+    for command in ("extract", "score", "serve", "demo"):
+        assert re.search(rf"^\s+{command}\s", script, re.M), script
+    version = _run([str(installed.python), "-m", "otel_toolscore", "--version"], cwd=installed.workdir).stdout
+    assert version.strip() == f"otel-toolscore {__version__}"
+
+
+def test_the_demo_runs_from_the_install(installed: Installed) -> None:
+    out = _run([str(installed.cli), "demo"], cwd=installed.workdir).stdout
+    assert "pass" in out and "fail" in out, out
+
+
+def readme_minimal_example() -> str:
+    """The first Python block under the README heading that names the minimal example."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    heading = re.search(r"^#+ .*minimal example.*$", text, re.M | re.I)
+    assert heading, "README.md has no 'Minimal example' heading"
+    block = re.search(r"^```python\n(.*?)^```", text[heading.end() :], re.M | re.S)
+    assert block, "no ```python block after README's 'Minimal example' heading"
+    return block.group(1)
+
+
+# What the example leaves to the reader: an agent (here the scripted one, whose spans follow the GenAI
+# conventions) and the shutdown that flushes the processor and the exporter.
+_AGENT = '''
+from otel_toolscore.scripted import run_scripted_agent as _run_scripted_agent
+
+
+class _Agent:
+    def run(self, query: str) -> None:
+        tracer = globals()["tracer_provider"].get_tracer("readme")
+        _run_scripted_agent(tracer, "weather_agent", query, ["auth", "fetch"])
+
+
+agent = _Agent()
+'''
+_SHUTDOWN = '\ntracer_provider.shutdown()\nprint("example done")\n'
+
+
+def test_the_readme_minimal_example_runs_from_the_install(installed: Installed) -> None:
+    example = installed.workdir / "readme_example.py"
+    example.write_text(_AGENT + readme_minimal_example() + _SHUTDOWN, encoding="utf-8")
+    with capture_server() as (endpoint, capture):
+        out = _run([str(installed.python), str(example)], cwd=installed.workdir, OTEL_EXPORTER_OTLP_ENDPOINT=endpoint)
+        assert "example done" in out.stdout
+        assert "Traceback" not in out.stderr, out.stderr
+        roots = [s for s in capture.spans() if s["name"] == "invoke_agent weather_agent"]
+    assert len(roots) == 1, capture.spans()
+    attrs = roots[0]["attributes"]
+    # expect(...) around the request wins over the processor's expectation for weather_agent
+    assert attrs["toolscore.code.expected_tool_order"] == ["auth", "fetch"]
+    assert attrs["toolscore.code.strict_mode"] is True
+    assert attrs["toolscore.code.score"] == 1.0 and attrs["toolscore.code.label"] == "pass"
+
+
+def test_the_docker_build_context_builds_a_wheel(tmp_path: Path) -> None:
+    """``deploy/Dockerfile`` runs ``pip install .`` on the files it copied first: those alone build."""
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+    stage = tmp_path / "app"
+    stage.mkdir()
+    for line in dockerfile.splitlines():
+        if re.match(r"RUN .*pip install", line):
+            break
+        if line.startswith("COPY "):
+            *sources, dest = line.split()[1:]
+            assert not any(s.startswith("--") for s in sources), line
+            for source in sources:
+                target = stage / dest / Path(source).name if dest.endswith("/") else stage / dest
+                if (ROOT / source).is_dir():
+                    shutil.copytree(ROOT / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(ROOT / source, target)
+    else:
+        raise AssertionError("deploy/Dockerfile has no RUN ... pip install line")
+    out = tmp_path / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(stage)], cwd=tmp_path,
+         timeout=INSTALL_TIMEOUT_S)
+    assert [w.name for w in out.glob("*.whl")] == [f"otel_toolscore-{__version__}-py3-none-any.whl"]
