@@ -203,7 +203,7 @@ class Judge:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # worker-side bookkeeping only
         #: set by the processor at bind(): scores the runs it has queued (called before flush and stats)
-        self._before_flush: Callable[[], None] | None = None
+        self._before_flush: Callable[[], object] | None = None
         self._drain_lock = threading.Lock()
         self._in_flight: set[_Item] = set()
         self._requests: Counter[str] = Counter()
@@ -218,7 +218,7 @@ class Judge:
         self._output_estimate = self._output_bound or _DEFAULT_OUTPUT_ESTIMATE
 
     # -- wiring -------------------------------------------------------------------------------------
-    def bind(self, emitter: Emitter, before_flush: Callable[[], None] | None = None) -> None:
+    def bind(self, emitter: Emitter, before_flush: Callable[[], object] | None = None) -> None:
         """Called by the processor with its emitter; starts the workers. A judge serves one processor.
 
         ``before_flush``: the processor's way to hand over the runs it has queued but not yet scored,
