@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from ..model import AgentRun
 from ..online.expectations import Expectation, RulesError, load_rules, resolve
-from ..scorers.code import CodeScoreResult, ToolCallAccuracyCodeScorer
 from .extract_cmd import InputError, finish, read_runs
+from .output import add_format_argument, chosen_format, write_csv, write_jsonl
+from .results import SCORE_COLUMNS, FileRunScore, summarise
 
 __all__ = ["add_parser", "score_runs"]
 
@@ -39,8 +38,7 @@ def add_parser(subparsers: Any) -> None:
                        help="comma-separated tools in the order they should be called")
     p.add_argument("--strict", action="store_true", help="strict mode (exactly that tool / exactly that order)")
     p.add_argument("--rules", help="YAML/TOML expectation rules (matched per run before the flags above)")
-    p.add_argument("--format", choices=("table", "json"), default=None,
-                   help="output format (default: table on a terminal, JSON otherwise)")
+    add_format_argument(p)
     p.add_argument("--fail-under", type=_unit_score, default=None, metavar="SCORE",
                    help="exit 1 when the mean score of the scored runs is below SCORE (0..1)")
     p.add_argument("--include-framework-calls", action="store_true",
@@ -85,50 +83,55 @@ def score_runs(
     default: Expectation | None,
     *,
     include_framework_calls: bool = False,
-) -> list[tuple[AgentRun, Expectation | None, CodeScoreResult | None]]:
-    out: list[tuple[AgentRun, Expectation | None, CodeScoreResult | None]] = []
+    files: dict[str, str] | None = None,
+) -> list[FileRunScore]:
+    """Each run with the first expectation that applies and its code score (``None``: no expectation).
+
+    ``files``: trace id -> the file the trace was read from (for reports)."""
+    out: list[FileRunScore] = []
     for run in runs:
+        file = (files or {}).get(run.trace_id or "")
         exp = resolve(run, rules, default=default)
         if exp is None:
-            out.append((run, None, None))
+            out.append(FileRunScore(run, file, None, None))
             continue
-        scorer = exp.scorer
-        if include_framework_calls:  # a scorer of our own: the rule's cached one stays as configured
-            scorer = ToolCallAccuracyCodeScorer(
-                exp.expected_tool,
-                exp.strict_mode,
-                exp.expected_tool_order,
-                match=exp.match,
-                expected_arguments=exp.expected_arguments,
-                args_match=exp.args_match,
-                include_framework_calls=True,
-            )
-        out.append((run, exp, scorer.run(run)))
+        scorer = exp.scorer_with_framework_calls if include_framework_calls else exp.scorer
+        out.append(FileRunScore(run, file, exp, scorer.run(run)))
     return out
 
 
-def _summary(scored: list[tuple[AgentRun, Expectation | None, CodeScoreResult | None]]) -> dict[str, Any]:
-    per_agent: dict[str, list[float]] = defaultdict(list)
-    all_scores: list[float] = []
-    for run, _, res in scored:
-        if res is not None:
-            per_agent[run.agent_name or "(unnamed)"].append(res.score)
-            all_scores.append(res.score)
+def _json_document(scored: list[FileRunScore], summary: dict[str, Any]) -> dict[str, Any]:
+    results = []
+    for item in scored:
+        res = item.result
+        results.append({
+            "file": item.file,
+            "run_id": item.run.run_id,
+            "trace_id": item.run.trace_id,
+            "agent_name": item.run.agent_name,
+            "expectation": item.expectation_name,
+            "score": res.score if res is not None else None,
+            "label": item.label,
+            "outcome": item.outcome,
+            "explanation": item.explanation,
+            "result": res.model_dump(mode="json", by_alias=True) if res is not None else None,
+        })
+    return {"results": results, "summary": summary}
 
-    def stats(scores: list[float]) -> dict[str, Any]:
-        n = len(scores)
-        return {
-            "count": n,
-            "mean": round(sum(scores) / n, 4) if n else None,
-            "pass_rate": round(sum(1 for s in scores if s >= 1.0) / n, 4) if n else None,
-        }
 
-    return {
-        "runs": len(scored),
-        "not_scored": sum(1 for _, _, r in scored if r is None),
-        **stats(all_scores),
-        "per_agent": {name: stats(v) for name, v in sorted(per_agent.items())},
-    }
+def _print_table(scored: list[FileRunScore], summary: dict[str, Any]) -> None:
+    width = max([4, *(len(i.file_name) for i in scored)])
+    print(f"{'score':>5}  {'file':<{width}}  {'run':<16}  {'agent':<20}  result")
+    for item in scored:
+        res = item.result
+        label = res.summary() if res is not None else "not scored: no expectation matched"
+        score = f"{res.score:.2f}" if res is not None else "-"
+        print(f"{score:>5}  {item.file_name:<{width}}  {item.run.run_id:<16}  {item.run.agent_name or '-':<20}  {label}")
+    mean = "-" if summary["mean"] is None else f"{summary['mean']:.3f}"
+    rate = "-" if summary["pass_rate"] is None else f"{summary['pass_rate']:.1%}"
+    print(f"\n{summary['count']} scored of {summary['runs']} run(s); mean {mean}; pass rate {rate}")
+    for name, st in summary["per_agent"].items():
+        print(f"  {name}: {st['count']} run(s), mean {st['mean']:.3f}, pass rate {st['pass_rate']:.1%}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,42 +151,19 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"otel-toolscore score: {exc}", file=sys.stderr)
         return 2
-    scored = score_runs(runs, rules, default, include_framework_calls=args.include_framework_calls)
-    summary = _summary(scored)
-    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
+    scored = score_runs(runs, rules, default, include_framework_calls=args.include_framework_calls,
+                        files=report.trace_sources)
+    summary = summarise(scored)
+    fmt = chosen_format(args)
     if fmt == "json":
-        doc = {
-            "results": [
-                {
-                    "file": report.trace_sources.get(run.trace_id or ""),
-                    "run_id": run.run_id,
-                    "trace_id": run.trace_id,
-                    "agent_name": run.agent_name,
-                    "expectation": exp.name if exp is not None else None,
-                    "score": res.score if res is not None else None,
-                    "label": res.label if res is not None else "not_scored",
-                    "explanation": res.summary() if res is not None else "no expectation matched this run",
-                    "result": res.model_dump(mode="json", by_alias=True) if res is not None else None,
-                }
-                for run, exp, res in scored
-            ],
-            "summary": summary,
-        }
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+        json.dump(_json_document(scored, summary), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
+    elif fmt == "jsonl":
+        write_jsonl(item.row() for item in scored)
+    elif fmt == "csv":
+        write_csv((item.row() for item in scored), SCORE_COLUMNS)
     else:
-        files = [Path(report.trace_sources.get(run.trace_id or "", "-")).name for run, _, _ in scored]
-        width = max([4, *(len(f) for f in files)])
-        print(f"{'score':>5}  {'file':<{width}}  {'run':<16}  {'agent':<20}  result")
-        for (run, _, res), name in zip(scored, files):
-            label = res.summary() if res is not None else "not scored: no expectation matched"
-            score = f"{res.score:.2f}" if res is not None else "-"
-            print(f"{score:>5}  {name:<{width}}  {run.run_id:<16}  {run.agent_name or '-':<20}  {label}")
-        mean = "-" if summary["mean"] is None else f"{summary['mean']:.3f}"
-        rate = "-" if summary["pass_rate"] is None else f"{summary['pass_rate']:.1%}"
-        print(f"\n{summary['count']} scored of {summary['runs']} run(s); mean {mean}; pass rate {rate}")
-        for name, st in summary["per_agent"].items():
-            print(f"  {name}: {st['count']} run(s), mean {st['mean']:.3f}, pass rate {st['pass_rate']:.1%}")
+        _print_table(scored, summary)
     status = finish(report, "score")
     if status:
         return status
