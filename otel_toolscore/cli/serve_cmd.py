@@ -9,6 +9,8 @@ import signal
 import socket
 import sys
 import threading
+import time
+from collections import Counter
 from typing import Any
 
 __all__ = ["add_parser", "run"]
@@ -52,8 +54,16 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--forward-queue-spans", type=int, help="--forward: spans waiting for export at once (default 16384)")
     s = p.add_argument_group("scoring")
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
-    s.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
-    s.add_argument("--log-level", default="INFO", help="Python log level of the service (default INFO)")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
+    which.add_argument("--expected-order", type=_order, metavar="TOOLS",
+                       help="default expected tool order (comma-separated) for runs no rule matches")
+    s.add_argument("--strict", action="store_true", default=None,
+                   help="strict mode for the default expectation (exactly that tool / exactly that order)")
+    s.add_argument("--log-level", default="INFO",
+                   help="Python log level of the service (default INFO; DEBUG logs one line per scored run)")
+    s.add_argument("--summary-interval-s", type=_positive, default=60.0, metavar="SECONDS",
+                   help="with no export endpoint, log a summary of the scores at INFO this often (default 60)")
     p.set_defaults(func=run)
 
 
@@ -63,7 +73,71 @@ _SERVICE_FLAGS = (
     "retry_after_s", "metric_export_interval_ms", "recent_traces", "http_read_timeout_s", "http_idle_timeout_s",
     "http_max_connections", "forward_queue_spans",
 )
-_SCORING_FLAGS = ("rules", "expected_tool")
+# flag (argparse dest) -> scoring setting
+_SCORING_FLAGS = {"rules": "rules", "expected_tool": "expected_tool", "expected_order": "expected_tool_order",
+                  "strict": "strict_mode"}
+_log = logging.getLogger("otel_toolscore.serve")
+
+
+def _order(text: str) -> tuple[str, ...]:
+    order = tuple(s.strip() for s in text.split(",") if s.strip())
+    if not order:
+        raise argparse.ArgumentTypeError("an order needs at least one tool name")
+    return order
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
+
+
+class RunLog:
+    """One DEBUG line per scored run and, on demand, an INFO summary of the runs since the last one.
+
+    Called on the service's scoring thread: the per-run work is a few counter updates (the DEBUG line
+    is formatted only when DEBUG is on)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, str]] = Counter()  # (agent, pass|fail|outcome) since the last summary
+        self._total = 0
+
+    def __call__(self, scored: Any) -> None:
+        agent = scored.run.agent_name or "(unnamed)"
+        verdict = scored.verdict
+        what = verdict.label if verdict is not None else scored.outcome
+        with self._lock:
+            self._counts[(agent, what)] += 1
+            self._total += 1
+        if _log.isEnabledFor(logging.DEBUG):
+            detail = verdict.summary() if verdict is not None else f"not scored ({scored.outcome})"
+            _log.debug("run trace=%032x span=%016x agent=%s score=%s %s", scored.ref.trace_id, scored.ref.span_id,
+                       agent, verdict.score if verdict is not None else "-", detail)
+
+    def summary(self, period: str) -> str | None:
+        """The runs since the last summary in one line, or ``None`` when there were none."""
+        with self._lock:
+            counts, self._counts = self._counts, Counter()
+        if not counts:
+            return None
+        passed = sum(n for (_, w), n in counts.items() if w == "pass")
+        failed = sum(n for (_, w), n in counts.items() if w == "fail")
+        other = sum(counts.values()) - passed - failed
+        agents: dict[str, Counter[str]] = {}
+        for (agent, what), n in counts.items():
+            agents.setdefault(agent, Counter())[what] += n
+        per_agent = "; ".join(
+            f"{agent}: " + ", ".join(f"{n} {w}" for w, n in sorted(c.items())) for agent, c in sorted(agents.items())
+        )
+        scored = passed + failed
+        rate = f"{passed / scored:.1%}" if scored else "-"
+        return (f"{sum(counts.values())} run(s) {period}: {passed} pass, {failed} fail, {other} not scored; "
+                f"pass rate {rate} ({per_agent})")
 
 
 def _check_bindable(host: str) -> None:
@@ -87,6 +161,7 @@ def _check_bindable(host: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
+    from ..online.setup import otlp_endpoint_configured
     from ..service import ScoringService, load_config
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
@@ -95,10 +170,11 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(
             config_file=args.config,
             service_overrides={k: getattr(args, k) for k in _SERVICE_FLAGS},
-            scoring_overrides={k: getattr(args, k) for k in _SCORING_FLAGS},
+            scoring_overrides={setting: getattr(args, flag) for flag, setting in _SCORING_FLAGS.items()},
         )
         _check_bindable(config.service.host)
-        service = ScoringService(config, judge_from_environment=True)
+        run_log = RunLog()
+        service = ScoringService(config, judge_from_environment=True, on_scored=run_log)
     except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)
         return 2
@@ -119,9 +195,21 @@ def run(args: argparse.Namespace) -> int:
     # One machine-readable line: tests and scripts read the bound ports from it (ports may be 0).
     print(json.dumps({"event": "listening", "host": svc.host, "grpc_port": service.grpc_port,
                       "http_port": service.http_port, "forward": svc.forward}), flush=True)
-    while not stop.wait(0.5):
-        pass
+    # With nowhere to export to, the log is the only place the scores show: a summary every interval.
+    exporting = config.service.export and (bool(config.service.export_endpoint) or otlp_endpoint_configured())
+    interval = float(args.summary_interval_s)
+    next_summary = time.monotonic() + interval
+    while not stop.wait(min(0.5, interval)):
+        if not exporting and time.monotonic() >= next_summary:
+            next_summary = time.monotonic() + interval
+            line = run_log.summary(f"in the last {interval:g} s")
+            if line:
+                _log.info("%s", line)
     service.shutdown()
+    if not exporting:
+        line = run_log.summary("since the last summary")
+        if line:
+            _log.info("%s", line)
     print(json.dumps({"event": "stopped"}), flush=True)
     return 0
 
