@@ -11,6 +11,7 @@ from typing import Any
 from ..extract import ExtractionReport, ExtractOptions, extract_runs_with_report
 from ..model import AgentRun
 from .output import add_format_argument, chosen_format, write_csv, write_jsonl
+from .progress import Progress, add_progress_arguments
 
 __all__ = ["InputError", "add_parser", "bad_input", "finish", "print_report", "read_runs", "run_to_json"]
 
@@ -35,6 +36,7 @@ def add_parser(subparsers: Any) -> None:
     add_format_argument(p)
     p.add_argument("--no-content", action="store_true", help="drop arguments, results, request and answer")
     p.add_argument("--max-chars", type=int, default=8192, help="longest text/argument kept (default 8192)")
+    add_progress_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -54,11 +56,19 @@ def check_files(files: list[str]) -> None:
             raise InputError(f"{name}: not a regular file")
 
 
-def read_runs(args: argparse.Namespace) -> tuple[list[AgentRun], ExtractionReport]:
+def read_runs(args: argparse.Namespace, progress: Progress | None = None) -> tuple[list[AgentRun], ExtractionReport]:
     """The runs of the files (:class:`InputError` for a file that cannot be read at all)."""
     check_files(list(args.files))
     options = ExtractOptions(max_chars=args.max_chars, capture_content=not args.no_content)
-    return extract_runs_with_report(list(args.files), options)
+    if progress is None or not progress.enabled:
+        return extract_runs_with_report(list(args.files), options)
+    progress.reading(list(args.files))
+    try:
+        runs, report = extract_runs_with_report(list(args.files), options, progress=progress.source)
+        progress.read(len(runs))
+    finally:
+        progress.close()
+    return runs, report
 
 
 def print_report(report: ExtractionReport) -> None:
@@ -140,7 +150,7 @@ def print_table(runs: list[AgentRun]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        runs, report = read_runs(args)
+        runs, report = read_runs(args, Progress.from_args(args))
     except InputError as exc:
         print(f"otel-toolscore extract: {exc}", file=sys.stderr)
         return 2

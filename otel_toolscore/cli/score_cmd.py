@@ -20,6 +20,7 @@ from ..model import AgentRun
 from ..online.expectations import Expectation, RulesError, load_rules, resolve
 from .extract_cmd import InputError, finish, read_runs
 from .output import add_format_argument, chosen_format, write_csv, write_jsonl
+from .progress import Progress, add_progress_arguments
 from .results import SCORE_COLUMNS, FileRunScore, summarise
 
 __all__ = ["add_parser", "score_runs"]
@@ -45,6 +46,7 @@ def add_parser(subparsers: Any) -> None:
                    help="count handoffs / output tools as calls")
     p.add_argument("--no-content", action="store_true", help="read names only (drop arguments and text)")
     p.add_argument("--max-chars", type=int, default=8192, help=argparse.SUPPRESS)
+    add_progress_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -146,8 +148,9 @@ def run(args: argparse.Namespace) -> int:
     if default is None and not rules:
         print("otel-toolscore score: give --expected-tool, --expected-order or --rules", file=sys.stderr)
         return 2
+    progress = Progress.from_args(args)
     try:
-        runs, report = read_runs(args)
+        runs, report = read_runs(args, progress)
     except InputError as exc:
         print(f"otel-toolscore score: {exc}", file=sys.stderr)
         return 2

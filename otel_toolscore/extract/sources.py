@@ -17,7 +17,7 @@ import base64
 import contextlib
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,11 @@ __all__ = ["ExtractionReport", "SourceReport", "extract_runs", "extract_runs_wit
 #: Largest decompressed input read from one source (a guard against gzip bombs).
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 _MAX_ERRORS_PER_SOURCE = 50
+# A progress callback hears about a source every this many spans/log records (a power of two minus one: a mask).
+_PROGRESS_EVERY = 1023
+
+#: ``progress(report, done)``: called while a source is read (every 1,024 items) and once when it is done.
+Progress = Callable[["SourceReport", bool], None]
 
 
 class SourceReport(BaseModel):
@@ -90,8 +95,9 @@ class ExtractionReport(BaseModel):
 class _Collector:
     """Spans and log facts of all sources, grouped by trace."""
 
-    def __init__(self, options: ExtractOptions) -> None:
+    def __init__(self, options: ExtractOptions, progress: Progress | None = None) -> None:
         self.options = options
+        self.progress = progress
         self.facts: dict[str, list[SpanFacts]] = {}
         self.parents: dict[str, dict[str, str | None]] = {}
         self.fact_report: dict[int, SourceReport] = {}
@@ -99,6 +105,8 @@ class _Collector:
 
     def span(self, rec: SpanRecord, report: SourceReport) -> None:
         report.spans_read += 1
+        if self.progress is not None and not report.spans_read & _PROGRESS_EVERY:
+            self.progress(report, False)
         self.parents.setdefault(rec.trace_id, {})[rec.span_id] = rec.parent_span_id
         self.trace_source.setdefault(rec.trace_id, report.source)
         try:
@@ -115,6 +123,8 @@ class _Collector:
 
     def log(self, view: Any, report: SourceReport) -> None:
         report.logs_read += 1
+        if self.progress is not None and not report.logs_read & _PROGRESS_EVERY:
+            self.progress(report, False)
         try:
             f = read_log(view, self.options)
         except Exception as exc:
@@ -375,6 +385,8 @@ def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> None:
             data = data[:MAX_INPUT_BYTES]
         for msg in _decode_bytes(data, sr):
             _feed_message(msg, coll, sr)
+        if coll.progress is not None:
+            coll.progress(sr, True)
         return
     if isinstance(source, (bytes, bytearray, memoryview)):
         sr = SourceReport(source="<bytes>")
@@ -418,7 +430,7 @@ def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> None:
 
 
 def extract_runs_with_report(
-    source: Any, options: ExtractOptions | None = None
+    source: Any, options: ExtractOptions | None = None, *, progress: Progress | None = None
 ) -> tuple[list[AgentRun], ExtractionReport]:
     """Runs from ``source`` plus what could not be read. Never raises on malformed input.
 
@@ -426,10 +438,11 @@ def extract_runs_with_report(
     ``ExportTraceServiceRequest`` / ``ExportLogsServiceRequest``, or an iterable of ``ReadableSpan``
     (live SDK spans, e.g. from ``InMemorySpanExporter``), SDK log records or :class:`SpanRecord` s.
     All sources are joined before assembly, so log files attach to the spans of trace files.
+    ``progress`` hears about each file as it is read (progress bars of the command line).
     """
     opts = options or DEFAULT_OPTIONS
     report = ExtractionReport()
-    coll = _Collector(opts)
+    coll = _Collector(opts, progress)
     try:
         _feed(source, coll, report)
     except Exception as exc:  # last line of defence: report, keep what was read
