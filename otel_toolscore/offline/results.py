@@ -17,7 +17,7 @@ from ..online.expectations import Expectation
 from ..scorers.code import CodeScoreResult
 from ..scorers.llm import LLMScoreResult
 
-__all__ = ["SCORE_COLUMNS", "FileRunScore", "Judgment", "describe_expectation", "summarise"]
+__all__ = ["JUDGE_COLUMNS", "SCORE_COLUMNS", "FileRunScore", "Judgment", "describe_expectation", "group_stats", "summarise"]
 
 #: CSV columns of ``score`` (JSON Lines carries the same keys); the judge's columns are added when judged.
 SCORE_COLUMNS = (
