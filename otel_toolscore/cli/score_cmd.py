@@ -50,6 +50,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--no-content", action="store_true", help="read names only (drop arguments and text)")
     p.add_argument("--max-chars", type=int, default=8192, help=argparse.SUPPRESS)
     add_progress_arguments(p)
+    p.add_argument("--report", metavar="FILE.html",
+                   help="also write a self-contained HTML report (pass rates, score distributions, failing "
+                        "tool sequences, judge verdicts)")
     p.add_argument("--judge", action="store_true",
                    help="also judge the runs with the LLM scorer (any OpenAI-compatible endpoint; see below)")
     add_judge_arguments(p, sampling=True)
@@ -288,6 +291,14 @@ def run(args: argparse.Namespace) -> int:
         write_csv((item.row(judged=judge is not None) for item in scored), columns)
     else:
         _print_table(scored, summary, judge)
+    if args.report:
+        from ..offline.report import write_report
+
+        try:
+            write_report(args.report, scored, summary, files=args.files, judge=judge)
+        except OSError as exc:
+            print(f"otel-toolscore score: cannot write the report {args.report}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     status = finish(report, "score")
     if status:
         return status
