@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from ..config import ConfigError
+from .arguments import unit_score
 from .judge_options import add_judge_arguments, build_judge
 from .progress import Progress, add_progress_arguments
 
@@ -39,7 +40,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--scenarios", metavar="NAMES", type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
                    help="comma-separated scenario ids or groups (default: all)")
     p.add_argument("--list", action="store_true", help="list the scenarios and their expected scores, judge nothing")
-    p.add_argument("--min-agreement", type=float, metavar="RATE",
+    p.add_argument("--min-agreement", type=unit_score, metavar="RATE",
                    help="exit 1 when the verdict agreement is below RATE (0..1)")
     add_progress_arguments(p)
     add_judge_arguments(p, sampling=False)
@@ -54,9 +55,6 @@ def run(args: argparse.Namespace) -> int:
         scenarios = select(load_calibration_set(), args.scenarios)
     except ValueError as exc:
         print(f"otel-toolscore judge-check: {exc}", file=sys.stderr)
-        return 2
-    if args.min_agreement is not None and not 0.0 <= args.min_agreement <= 1.0:
-        print("otel-toolscore judge-check: --min-agreement is a rate between 0 and 1", file=sys.stderr)
         return 2
     if args.list:
         for s in scenarios:

@@ -12,28 +12,9 @@ from typing import Any
 
 from ..online.judge import Judge
 from ..online.judge_settings import JudgeSettings
+from .arguments import bounded_float, positive_int
 
 __all__ = ["add_judge_arguments", "build_judge"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must not be negative")
-    return value
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser, *, sampling: bool) -> argparse._ArgumentGroup:
@@ -49,14 +30,14 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, sampling: bool) -> a
         g.add_argument("--judge-ratio", type=float, metavar="R",
                        help="share of traces judged, 0..1 (default OTEL_TOOLSCORE_JUDGE_RATIO, 0.05); "
                             "failing runs and new tool sequences are judged whatever the ratio, as online")
-    g.add_argument("--judge-concurrency", type=_positive_int, metavar="N",
+    g.add_argument("--judge-concurrency", type=positive_int, metavar="N",
                    help="judgments in flight at once (default OTEL_TOOLSCORE_JUDGE_WORKERS, 4)")
-    g.add_argument("--max-judgments", type=_positive_int, metavar="N", help="judge at most N runs")
+    g.add_argument("--max-judgments", type=positive_int, metavar="N", help="judge at most N runs")
     g.add_argument("--dry-run", action="store_true",
                    help="send nothing: say how many runs would be judged and what it would cost in tokens")
-    g.add_argument("--price-input", type=_non_negative, metavar="PRICE",
+    g.add_argument("--price-input", type=bounded_float(what="a price"), metavar="PRICE",
                    help="with --dry-run: price of a million input tokens, for a cost in money")
-    g.add_argument("--price-output", type=_non_negative, metavar="PRICE",
+    g.add_argument("--price-output", type=bounded_float(what="a price"), metavar="PRICE",
                    help="with --dry-run: price of a million output tokens")
     return g
 

@@ -21,6 +21,7 @@ from ..config import ConfigError
 from ..model import AgentRun
 from ..offline.results import JUDGE_COLUMNS, SCORE_COLUMNS, FileRunScore, summarise
 from ..online.expectations import Expectation, RulesError, load_rules, resolve
+from .arguments import tool_order, unit_score
 from .extract_cmd import InputError, finish, read_runs
 from .judge_options import add_judge_arguments, build_judge
 from .output import add_format_argument, chosen_format, write_csv, write_jsonl
@@ -38,12 +39,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--expected-tool", help="the tool each run should call")
-    which.add_argument("--expected-order", type=_order,
+    which.add_argument("--expected-order", type=tool_order,
                        help="comma-separated tools in the order they should be called")
     p.add_argument("--strict", action="store_true", help="strict mode (exactly that tool / exactly that order)")
     p.add_argument("--rules", help="YAML/TOML expectation rules (matched per run before the flags above)")
     add_format_argument(p)
-    p.add_argument("--fail-under", type=_unit_score, default=None, metavar="SCORE",
+    p.add_argument("--fail-under", type=unit_score, default=None, metavar="SCORE",
                    help="exit 1 when the mean score of the scored runs is below SCORE (0..1)")
     p.add_argument("--include-framework-calls", action="store_true",
                    help="count handoffs / output tools as calls")
@@ -57,23 +58,6 @@ def add_parser(subparsers: Any) -> None:
                    help="also judge the runs with the LLM scorer (any OpenAI-compatible endpoint; see below)")
     add_judge_arguments(p, sampling=True)
     p.set_defaults(func=run)
-
-
-def _order(text: str) -> list[str]:
-    order = [s.strip() for s in text.split(",") if s.strip()]
-    if not order:
-        raise argparse.ArgumentTypeError("an order needs at least one tool name")
-    return order
-
-
-def _unit_score(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is outside 0..1 (scores are between 0 and 1)")
-    return value
 
 
 def _default_expectation(args: argparse.Namespace) -> Expectation | None:

@@ -13,6 +13,8 @@ import time
 from collections import Counter
 from typing import Any
 
+from .arguments import bounded_float, tool_order
+
 __all__ = ["add_parser", "run"]
 
 
@@ -56,13 +58,13 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
     which = s.add_mutually_exclusive_group()
     which.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
-    which.add_argument("--expected-order", type=_order, metavar="TOOLS",
+    which.add_argument("--expected-order", type=tool_order, metavar="TOOLS",
                        help="default expected tool order (comma-separated) for runs no rule matches")
     s.add_argument("--strict", action="store_true", default=None,
                    help="strict mode for the default expectation (exactly that tool / exactly that order)")
     s.add_argument("--log-level", default="INFO",
                    help="Python log level of the service (default INFO; DEBUG logs one line per scored run)")
-    s.add_argument("--summary-interval-s", type=_positive, default=60.0, metavar="SECONDS",
+    s.add_argument("--summary-interval-s", type=bounded_float(positive=True, what="seconds"), default=60.0, metavar="SECONDS",
                    help="with no export endpoint, log a summary of the scores at INFO this often (default 60)")
     p.set_defaults(func=run)
 
@@ -77,23 +79,6 @@ _SERVICE_FLAGS = (
 _SCORING_FLAGS = {"rules": "rules", "expected_tool": "expected_tool", "expected_order": "expected_tool_order",
                   "strict": "strict_mode"}
 _log = logging.getLogger("otel_toolscore.serve")
-
-
-def _order(text: str) -> tuple[str, ...]:
-    order = tuple(s.strip() for s in text.split(",") if s.strip())
-    if not order:
-        raise argparse.ArgumentTypeError("an order needs at least one tool name")
-    return order
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
-    return value
 
 
 class RunLog:
