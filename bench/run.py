@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from bench.common import Result  # noqa: E402
 
-SECTIONS = ("hot_path", "breakdown", "scorer", "extraction", "memory", "judge", "service", "import_time")
+SECTIONS = ("hot_path", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time")
 
 # Columns shown in the terminal table per section (everything is in results.json).
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -71,6 +71,16 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("spans/s", "spans_per_s"),
         ("decode-only spans/s", "decode_only_spans_per_s"),
         ("x decode", "ratio_vs_decode"),
+    ],
+    "offline": [
+        ("spans", "spans"),
+        ("runs", "runs"),
+        ("spans/s", "spans_per_s"),
+        ("floor spans/s", "floor_spans_per_s"),
+        ("ratio", "ratio"),
+        ("peak RSS MB", "peak_rss_mb"),
+        ("target", "target"),
+        ("verdict", "verdict"),
     ],
     "memory": [
         ("B/pending run (ours)", "processor_bytes_per_pending_run"),
@@ -125,6 +135,10 @@ def _runner(section: str) -> Callable[..., None]:
         from bench import extraction
 
         return extraction.run
+    if section == "offline":
+        from bench import offline
+
+        return offline.run
     if section == "memory":
         from bench import memory
 

@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "create_tool_call_accuracy_scorer_llm": ".scorers.llm",
     "extract_runs": ".extract",
     "extract_runs_with_report": ".extract",
+    "iter_runs": ".extract",
     "ExtractOptions": ".extract",
     "ExtractionReport": ".extract",
     "ToolScoreSpanProcessor": ".online.processor",
@@ -42,7 +43,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report
+    from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report, iter_runs
     from .online.expectations import Expectation, expect
     from .online.judge import Judge, JudgeStats, judge_from_env
     from .online.judge_settings import JudgeSettings
@@ -84,6 +85,7 @@ __all__ = [
     "extract_runs",
     "extract_runs_with_report",
     "install",
+    "iter_runs",
     "judge_from_env",
 ]
 

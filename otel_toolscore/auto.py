@@ -1,22 +1,39 @@
 """Zero-code use under ``opentelemetry-instrument``: an ``opentelemetry_post_instrument`` entry point.
 
 The stock configurator builds the providers; this hook only puts the processor in front of the span
-export processors it created (no competing configurator). ``OTEL_TOOLSCORE_ENABLED=false`` turns it off.
+export processors it created (no competing configurator). ``OTEL_TOOLSCORE_ENABLED=false`` turns it
+off. As for every ``OTEL_TOOLSCORE_*`` variable, a value other than ``true``/``false`` is warned
+about and ignored (the hook stays on): a typo never turns scoring off.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from typing import Any
+
+from .envconfig import warn_env
 
 __all__ = ["post_instrument"]
 
 _log = logging.getLogger(__name__)
 
+_ENABLED = "OTEL_TOOLSCORE_ENABLED"
+
+
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """``OTEL_TOOLSCORE_ENABLED``: only ``false`` (any case) turns the hook off."""
+    text = (os.environ if environ is None else environ).get(_ENABLED, "").strip()
+    if text.lower() == "false":
+        return False
+    if text and text.lower() != "true":
+        warn_env(f"{_ENABLED}={text[:60]!r} is ignored (a boolean is `true` or `false`); scoring stays on")
+    return True
+
 
 def post_instrument(*args: Any, **kwargs: Any) -> None:
-    if os.environ.get("OTEL_TOOLSCORE_ENABLED", "true").strip().lower() in ("0", "false", "no", "off"):
+    if not enabled():
         return
     try:
         from .online.setup import install

@@ -1,32 +1,40 @@
 """Settings shared by the span processor and the scoring service.
 
 Every setting is a constructor argument and an ``OTEL_TOOLSCORE_<NAME>`` environment variable
-(constructor arguments win, as in the OpenTelemetry SDK). An unknown ``OTEL_TOOLSCORE_*`` variable
-or a value of the wrong type fails at start with one message naming the key: a typo in a limit
-must not silently fall back to a default in production.
+(constructor arguments win, as in the OpenTelemetry SDK). The environment is read the OpenTelemetry
+way (:mod:`otel_toolscore.envconfig`): an unknown variable or a value that cannot be used logs a
+warning naming the variable and is ignored, so a typo never stops the application or scoring.
+Constructor arguments are checked at once and fail with one message naming the key.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-__all__ = ["ENV_PREFIX", "SKIP", "ConfigError", "Settings", "build_settings", "read_env"]
+from .envconfig import SKIP, ConfigError, EnvSettings, build_settings, read_env
+from .telemetry.names import SINK_NAMES
+
+__all__ = [
+    "ENV_PREFIX", "SINKS_ENV", "SKIP", "ConfigError", "Settings", "build_settings", "parse_sink_names", "read_env"
+]
+
+_log = logging.getLogger(__name__)
 
 ENV_PREFIX = "OTEL_TOOLSCORE_"
+SINKS_ENV = ENV_PREFIX + "SINKS"
 
 
-class ConfigError(ValueError):
-    """A setting is unknown or invalid; the message names the key."""
-
-
-class Settings(BaseModel):
+class Settings(EnvSettings):
     """Limits and switches of the online pipeline. Defaults suit a production agent service."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    env_prefix: ClassVar[str] = ENV_PREFIX
+    renamed_to_ms: ClassVar[Mapping[str, str]] = {"trace_timeout_s": "trace_timeout_ms"}
 
     # -- what is written ---------------------------------------------------------------------------
     span_attributes: bool = Field(True, description="Write score attributes on a copy of the run's root span.")
@@ -69,8 +77,8 @@ class Settings(BaseModel):
     root_grace_ms: int = Field(
         500, ge=0, le=600_000, description="How long a run's root is held while its descendants are open."
     )
-    trace_timeout_s: float = Field(
-        300.0, gt=0, le=86_400, description="A trace pending longer than this is evicted (root never ended)."
+    trace_timeout_ms: int = Field(
+        300_000, gt=0, le=86_400_000, description="A trace pending longer than this is evicted (root never ended)."
     )
     emit_queue_size: int = Field(10_000, ge=1, le=10_000_000, description="Scored runs waiting to be emitted.")
     span_queue_size: int = Field(
@@ -78,6 +86,12 @@ class Settings(BaseModel):
     )
     callback_queue_size: int = Field(
         10_000, ge=1, le=10_000_000, description="Scored runs waiting for the `on_scored` callback."
+    )
+    sinks: tuple[str, ...] = Field(
+        (), description="Score sinks by name, comma-separated: `phoenix`, `langfuse` (see `otel_toolscore.sinks`)."
+    )
+    sink_queue_size: int = Field(
+        10_000, ge=1, le=10_000_000, description="Score records waiting per sink."
     )
     capture_content: bool | None = Field(
         None,
@@ -91,79 +105,70 @@ class Settings(BaseModel):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("sinks", mode="before")
+    @classmethod
+    def _known_sinks(cls, value: Any) -> Any:
+        # Passed by a caller: an unknown name fails here (the environment's are filtered, with a
+        # warning, before they reach the model).
+        if isinstance(value, str):
+            return parse_sink_names(value, source="sinks", strict=True)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return parse_sink_names(",".join(value), source="sinks", strict=True)
+        return value
+
     @classmethod
     def field_env_name(cls, name: str) -> str:
-        return ENV_PREFIX + name.upper()
+        return cls.env_name(name)
+
+    @classmethod
+    def parse_env(cls, name: str, text: str) -> Any:
+        if name == "expected_tool_order":
+            return tuple(p.strip() for p in text.split(",") if p.strip())
+        if name == "sinks":
+            return parse_sink_names(text)  # an unknown name is a warning, not a failed start
+        return super().parse_env(name, text)
+
+    @classmethod
+    def check_env(cls, name: str, value: Any) -> None:
+        if name == "rules" and value:
+            from .online.expectations import load_rules
+
+            load_rules(value)  # RulesError (a ValueError) names the file: the variable is then ignored
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> Settings:
         """Settings from ``OTEL_TOOLSCORE_*`` variables, overridden by explicit arguments."""
-        values = read_env(
+        return cls.build(
             os.environ if environ is None else environ,
-            ENV_PREFIX,
-            cls.model_fields,
-            parse=_parse_env,
+            {k: v for k, v in overrides.items() if v is not None},
             ignore=lambda key: key in _FOREIGN_KEYS or key.startswith(_FOREIGN_PREFIXES),
         )
-        unknown = set(overrides) - set(cls.model_fields)
-        if unknown:
-            raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return build_settings(cls, values, {n: cls.field_env_name(n) for n in cls.model_fields})
 
 
-#: Returned by a ``parse`` function of :func:`read_env` for "not set": the default applies.
-SKIP: Any = object()
-M = TypeVar("M", bound=BaseModel)
-
-
-def read_env(
-    environ: Mapping[str, str],
-    prefix: str,
-    fields: Iterable[str],
-    *,
-    parse: Callable[[str, str], Any] | None = None,
-    ignore: Callable[[str], bool] = lambda key: False,
-    what: str = "settings",
-) -> dict[str, Any]:
-    """Values of the ``<prefix><FIELD>`` variables; an unknown variable with the prefix is an error.
-
-    ``parse(name, stripped_text)`` turns a value into what the model validates, or :data:`SKIP`. The
-    default skips empty values ("use the default", as in the OpenTelemetry SDK).
-    """
-    known = {prefix + name.upper(): name for name in fields}
-    values: dict[str, Any] = {}
-    for key, raw in environ.items():
-        if not key.startswith(prefix) or ignore(key):
-            continue
-        name = known.get(key)
-        if name is None:
-            raise ConfigError(f"unknown setting {key}; known {what}: {', '.join(sorted(known))}")
-        text = raw.strip()
-        value = parse(name, text) if parse is not None else (text if text else SKIP)
-        if value is not SKIP:
-            values[name] = value
-    return values
-
-
-def build_settings(model: type[M], values: Mapping[str, Any], where: Mapping[str, str]) -> M:
-    """``model(**values)``, with a validation error turned into one message naming the key's source."""
-    try:
-        return model(**values)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "settings"
-        raise ConfigError(f"invalid setting {where.get(loc, loc)} ({loc}): {err['msg']}") from None
-
-
-# Variables with our prefix that other parts read (and check) themselves: the judge, the service.
+# Variables with our prefix that other parts read (and check) themselves: the zero-code switch, the
+# judge, the service, the score sinks.
 _FOREIGN_KEYS: frozenset[str] = frozenset({ENV_PREFIX + "ENABLED"})
-_FOREIGN_PREFIXES: tuple[str, ...] = (ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVICE_")
+_FOREIGN_PREFIXES: tuple[str, ...] = (
+    ENV_PREFIX + "JUDGE_", ENV_PREFIX + "SERVICE_", ENV_PREFIX + "PHOENIX_", ENV_PREFIX + "LANGFUSE_"
+)
 
 
-def _parse_env(name: str, raw: str) -> Any:
-    if not raw:
-        return SKIP  # an empty variable means "use the default", as in the OpenTelemetry SDK
-    if name == "expected_tool_order":
-        return tuple(p.strip() for p in raw.split(",") if p.strip())
-    return raw.strip()
+def parse_sink_names(text: str, *, source: str = SINKS_ENV, strict: bool = False) -> tuple[str, ...]:
+    """``phoenix,langfuse`` → ``("phoenix", "langfuse")``; ``none`` or empty → ``()``.
+
+    An unknown name raises :class:`ConfigError` when ``strict``, else is left out with a warning.
+    """
+    out: list[str] = []
+    for part in text.split(","):
+        item = part.strip().lower()
+        if not item or item == "none":
+            continue
+        if item not in SINK_NAMES:
+            message = f"{source}: unknown sink {item!r} (known: {', '.join(SINK_NAMES)})"
+            if strict:
+                raise ConfigError(message)
+            _log.warning("otel-toolscore: %s; ignored", message)
+            continue
+        if item not in out:
+            out.append(item)
+    return tuple(out)

@@ -33,6 +33,8 @@ class _Model(BaseModel):
         extra="ignore",
         # Runs are built on the hot path; validation of assignments would double the cost.
         validate_assignment=False,
+        # Validators are built on first use, not at import: `import otel_toolscore` stays light.
+        defer_build=True,
     )
 
 

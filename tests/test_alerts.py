@@ -78,7 +78,8 @@ def test_translation_assumption() -> None:
     series = emitted_series()
     for name in (
         "gen_ai_evaluation_score_bucket", "gen_ai_evaluation_score_count", "gen_ai_evaluation_score_sum",
-        "toolscore_runs_total", "toolscore_dropped_total", "toolscore_pending_traces",
+        "toolscore_runs_total", "toolscore_dropped_total", "toolscore_trace_pending",
+        "toolscore_pending_traces",  # deprecated name, still emitted for one release
         "toolscore_judge_requests_total", "toolscore_judge_skipped_total", "toolscore_judge_tokens_total",
         "toolscore_judge_duration_seconds_bucket", "toolscore_service_refused_total",
         "toolscore_service_received_total", "toolscore_service_pending_spans", "toolscore_service_pending_bytes",

@@ -54,7 +54,7 @@ def _run(argv: list[str], *, stderr_tty: bool, tmp_path: Path) -> tuple[int, str
 
 def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     big = _big_input(tmp_path)
-    code, out, err = _run(["score", "--format", "json", "--expected-tool", "getWeather", "--progress-delay", "0", str(big)],
+    code, out, err = _run(["score", "--format", "json", "--expected-tool", "getWeather", "--progress-delay-ms", "0", str(big)],
                           stderr_tty=True, tmp_path=tmp_path)
     assert code == 0, err
     assert json.loads(out)["summary"]["runs"] >= 1  # stdout untouched by the bar
@@ -65,7 +65,7 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
 
 def test_no_bar_with_quiet_or_without_a_terminal(tmp_path: Path) -> None:
     big = _big_input(tmp_path, copies=50)
-    argv = ["extract", "--format", "jsonl", "--progress-delay", "0", str(big)]
+    argv = ["extract", "--format", "jsonl", "--progress-delay-ms", "0", str(big)]
     code, out, err = _run([*argv, "--quiet"], stderr_tty=True, tmp_path=tmp_path)
     assert code == 0 and err == "" and out.strip()
     code, out, err = _run(argv, stderr_tty=False, tmp_path=tmp_path)

@@ -76,13 +76,17 @@ COMPONENTS: dict[tuple[str, str], tuple[dict[str, Any], set[str]]] = {
         {k: ANY for k in ("timeout", "send_batch_size", "send_batch_max_size", "metadata_keys", "metadata_cardinality_limit")},
         {"traces", "metrics", "logs"},
     ),
-    ("exporters", "loadbalancing"): (LOADBALANCING, {"traces", "logs"}),  # metrics only with non-trace keys
-    ("exporters", "otlp"): (OTLP_GRPC_CLIENT, {"traces", "metrics", "logs"}),
-    ("exporters", "otlphttp"): (OTLP_HTTP_CLIENT, {"traces", "metrics", "logs"}),
+    ("exporters", "load_balancing"): (LOADBALANCING, {"traces", "logs"}),  # metrics only with non-trace keys
+    ("exporters", "otlp_grpc"): (OTLP_GRPC_CLIENT, {"traces", "metrics", "logs"}),
+    ("exporters", "otlp_http"): (OTLP_HTTP_CLIENT, {"traces", "metrics", "logs"}),
     ("exporters", "debug"): ({k: ANY for k in ("verbosity", "sampling_initial", "sampling_thereafter", "use_internal_logger")}, {"traces", "metrics", "logs"}),
     ("extensions", "health_check"): ({k: ANY for k in ("endpoint", "path", "tls", "check_collector_pipeline", "response_body")}, set()),
 }
 ROUTING_KEYS = {"service", "traceID", "metric", "resource", "streamID", "attributes"}
+# Component names current Collector releases only accept as deprecated aliases (old name -> new name):
+# `otlp`/`otlphttp` exporters since v0.144.0, `loadbalancing` since v0.153.0 (collector/README.md).
+DEPRECATED_ALIASES = {("exporters", "otlp"): "otlp_grpc", ("exporters", "otlphttp"): "otlp_http",
+                      ("exporters", "loadbalancing"): "load_balancing"}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -118,6 +122,10 @@ def test_there_are_configs() -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_components_are_defined_wired_and_documented(path: Path) -> None:
     doc = load(path)
+    for kind in ("receivers", "processors", "exporters", "extensions"):
+        for name in doc.get(kind) or {}:
+            key = (kind, ctype(name))
+            assert key not in DEPRECATED_ALIASES, f"{kind[:-1]} {name!r}: use the current name {DEPRECATED_ALIASES[key]!r}"
     service = doc["service"]
     used: dict[str, set[str]] = {"receivers": set(), "processors": set(), "exporters": set()}
     for pipeline, spec in service["pipelines"].items():
@@ -154,7 +162,7 @@ def _gateways() -> list[Path]:
 @pytest.mark.parametrize("path", _gateways(), ids=lambda p: p.name)
 def test_gateway_routes_traces_and_logs_by_trace_id_to_the_service_port(path: Path) -> None:
     doc = load(path)
-    lbs = {n: v for n, v in doc["exporters"].items() if ctype(n) == "loadbalancing"}
+    lbs = {n: v for n, v in doc["exporters"].items() if ctype(n) == "load_balancing"}
     assert len(lbs) == 1
     (lb_name, lb), = lbs.items()
     assert lb["routing_key"] == "traceID"
@@ -193,7 +201,7 @@ def test_agent_sends_to_the_gateway_receiver() -> None:
     (exporter,) = agent["exporters"].values()
     assert port_of(exporter["endpoint"]) == port_of(gateway["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"])
     assert all(ctype(r) == "otlp" for r in agent["receivers"])
-    assert not any(ctype(e) == "loadbalancing" for e in agent["exporters"]), "only the gateway routes by trace id"
+    assert not any(ctype(e) == "load_balancing" for e in agent["exporters"]), "only the gateway routes by trace id"
 
 
 def test_gateways_differ_only_in_resolver_and_backend_addresses() -> None:
@@ -212,4 +220,13 @@ def test_service_defaults_are_what_the_configs_assume() -> None:
 def test_unknown_options_are_caught() -> None:
     """The checker itself: a misspelt option is reported with its path."""
     bad = {"resolver": {"dns": {"hostname": "x", "prot": 4317}}, "routing_key": "traceID"}
-    assert unknown_options(bad, LOADBALANCING, "exporters.loadbalancing") == ["exporters.loadbalancing.resolver.dns.prot"]
+    assert unknown_options(bad, LOADBALANCING, "exporters.load_balancing") == ["exporters.load_balancing.resolver.dns.prot"]
+
+
+def test_deprecated_component_names_are_caught(tmp_path: Path) -> None:
+    """The checker itself: a config written with the pre-v0.144 exporter names is refused."""
+    old = (COLLECTOR / "agent.yaml").read_text().replace("otlp_grpc/gateway", "otlp/gateway")
+    path = tmp_path / "old-agent.yaml"
+    path.write_text(old)
+    with pytest.raises(AssertionError, match="otlp_grpc"):
+        test_components_are_defined_wired_and_documented(path)

@@ -1,12 +1,18 @@
 """deploy/: docker-compose and Kubernetes manifests agree with the collector configs and the service.
 
 Structural: names, ports and endpoints line up (gateway ↔ replicas ↔ backends), every mounted file
-exists, every OTEL_TOOLSCORE_* variable set is one the service accepts, and the Kubernetes copy of
-the gateway configuration is the same as collector/gateway-k8s.yaml.
+exists, every OTEL_TOOLSCORE_* variable set is one the service accepts (no warning), the Kubernetes
+copy of the gateway configuration is the same as collector/gateway-k8s.yaml, the PrometheusRule holds
+the tested rules. Issue 14: every image is pinned, Jaeger is v2, the Prometheus configuration passes
+`promtool check config` of the pinned Prometheus release, every Kubernetes container drops its
+privileges.
 """
 
 from __future__ import annotations
 
+import logging
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -36,8 +42,21 @@ def port(endpoint: str) -> int:
 
 
 def check_service_env(env: dict[str, str]) -> None:
-    """The service starts with this environment (unknown keys and bad values raise)."""
-    config = load_config(environ={k: v for k, v in env.items() if k.startswith("OTEL_TOOLSCORE_")})
+    """The service takes every variable of this environment as it is: no warning (an unknown or
+    deprecated name, or a bad value, would be warned about and ignored)."""
+    logger = logging.getLogger("otel_toolscore.config")
+    warned: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warned.append(record.getMessage())  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        # The rules file path is the container's; the repository holds the same file.
+        local = {k: (str(DEPLOY / "toolscore-rules.yaml") if k == "OTEL_TOOLSCORE_RULES" else v)
+                 for k, v in env.items() if k.startswith("OTEL_TOOLSCORE_")}
+        config = load_config(environ=local)
+    finally:
+        logger.removeHandler(handler)
+    assert warned == []
     assert config.service.forward is True
     assert config.scoring.rules
 
@@ -49,7 +68,7 @@ def test_compose_wires_agent_gateway_replicas_and_backends() -> None:
     gateway = yaml.safe_load((DEPLOY / gateway_file).resolve().read_text())
     assert (DEPLOY / gateway_file).resolve() == ROOT / "collector" / "gateway.yaml"
     # The gateway's DNS resolver names the scoring service; compose resolves it to every replica.
-    dns = gateway["exporters"]["loadbalancing"]["resolver"]["dns"]
+    dns = gateway["exporters"]["load_balancing"]["resolver"]["dns"]
     assert dns["hostname"] == "scoring"
     assert services["scoring"]["deploy"]["replicas"] >= 2
     scoring_cmd = services["scoring"]["command"]
@@ -66,8 +85,8 @@ def test_compose_wires_agent_gateway_replicas_and_backends() -> None:
     agent_env = services["agent"]["environment"]
     assert urlparse(agent_env["OTEL_EXPORTER_OTLP_ENDPOINT"]).port == port(gateway["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"])
     # Backends named by the gateway exist in the compose file.
-    assert urlparse("//" + gateway["exporters"]["otlp/jaeger"]["endpoint"]).hostname == "jaeger"
-    assert urlparse(gateway["exporters"]["otlphttp/prometheus"]["endpoint"]).hostname == "prometheus"
+    assert urlparse("//" + gateway["exporters"]["otlp_grpc/jaeger"]["endpoint"]).hostname == "jaeger"
+    assert urlparse(gateway["exporters"]["otlp_http/prometheus"]["endpoint"]).hostname == "prometheus"
     assert "--web.enable-otlp-receiver" in services["prometheus"]["command"]
     # Every port published on the host is bound to 127.0.0.1.
     for name, svc in services.items():
@@ -99,7 +118,7 @@ def test_k8s_gateway_config_is_collector_gateway_k8s() -> None:
 
 def test_k8s_resolver_finds_the_replicas_and_may_watch_them() -> None:
     gateway = yaml.safe_load((ROOT / "collector" / "gateway-k8s.yaml").read_text())
-    resolver = gateway["exporters"]["loadbalancing"]["resolver"]["k8s"]
+    resolver = gateway["exporters"]["load_balancing"]["resolver"]["k8s"]
     svc_name, namespace = resolver["service"].split(".")
     toolscore = k8s("toolscore.yaml")
     (service,) = [d for d in toolscore if d["kind"] == "Service"]
@@ -134,7 +153,133 @@ def test_k8s_resolver_finds_the_replicas_and_may_watch_them() -> None:
 
 def test_kustomization_lists_every_manifest() -> None:
     kust = yaml.safe_load((DEPLOY / "k8s" / "kustomization.yaml").read_text())
-    assert set(kust["resources"]) == {p.name for p in (DEPLOY / "k8s").glob("*.yaml")} - {"kustomization.yaml"}
+    # The PrometheusRule needs the Prometheus Operator's CRDs: applied on its own where they exist.
+    optional = {"prometheus-rule.yaml"}
+    assert set(kust["resources"]) == {p.name for p in (DEPLOY / "k8s").glob("*.yaml")} - {"kustomization.yaml"} - optional
+
+
+# -- issue 14: pinned images, Jaeger v2, Prometheus config for its release, PrometheusRule, privileges ----
+def _images() -> dict[str, str]:
+    """Every image the deployment runs: compose service or Kubernetes container -> image."""
+    # (Images compose builds from this repository are what the checkout is: not pulled, not pinned.)
+    out = {f"compose:{name}": svc["image"] for name, svc in compose()["services"].items() if "build" not in svc}
+    for manifest in (DEPLOY / "k8s").glob("*.yaml"):
+        for doc in k8s(manifest.name):
+            for container in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+                out[f"k8s:{manifest.name}:{container['name']}"] = container["image"]
+    base = re.search(r"^FROM (\S+)", (DEPLOY / "Dockerfile").read_text(), re.M)
+    assert base is not None
+    out["Dockerfile"] = base.group(1)
+    return out
+
+
+def test_every_image_is_pinned_to_a_release() -> None:
+    for where, image in _images().items():
+        name, _, tag = image.rpartition(":")
+        assert name and "/" not in tag, f"{where}: {image} has no tag"
+        assert tag != "latest" and re.search(r"\d+\.\d+\.\d+", tag), f"{where}: {image} is not pinned to a release"
+
+
+def test_jaeger_is_v2() -> None:
+    jaeger = compose()["services"]["jaeger"]
+    name, _, tag = jaeger["image"].rpartition(":")
+    assert name.endswith("jaegertracing/jaeger") and tag.split(".")[0] == "2", jaeger["image"]  # not all-in-one (v1)
+    assert "COLLECTOR_OTLP_ENABLED" not in jaeger.get("environment", {}), "a v1 setting"
+
+
+def _pinned(service: str) -> str:
+    return str(compose()["services"][service]["image"].rpartition(":")[2].lstrip("v"))
+
+
+def test_collector_release_knows_the_component_names() -> None:
+    # otlp_grpc / otlp_http from v0.144.0, load_balancing from v0.153.0 (collector/README.md).
+    major, minor, _ = (int(x) for x in _pinned("otelcol").split("."))
+    assert (major, minor) >= (0, 153)
+    (gw,) = [d for d in k8s("collector.yaml") if d["kind"] == "Deployment"]
+    (container,) = gw["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == compose()["services"]["otelcol"]["image"]
+
+
+@pytest.fixture(scope="module")
+def promtool() -> Path:
+    from tests.tools.external import promtool_binary
+
+    return promtool_binary()
+
+
+def test_promtool_is_the_pinned_prometheus_release(promtool: Path) -> None:
+    out = subprocess.run([str(promtool), "--version"], capture_output=True, text=True, timeout=60)
+    found = re.search(r"version (\d+)\.(\d+)\.(\d+)", out.stdout + out.stderr)
+    assert found, out.stdout + out.stderr
+    pinned = _pinned("prometheus").split(".")
+    # Same major release (the configuration format); Debian's package may be a patch or minor ahead.
+    assert found.group(1) == pinned[0], f"promtool {found.group(0)} checks a config pinned at v{'.'.join(pinned)}"
+
+
+def test_prometheus_config_is_valid_for_the_pinned_release(promtool: Path, tmp_path: Path) -> None:
+    config = DEPLOY / "prometheus" / "prometheus.yml"
+    out = subprocess.run([str(promtool), "check", "config", "--syntax-only", str(config)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    # In full, with the files at the paths the container mounts them at (rules included).
+    services = compose()["services"]
+    text = config.read_text()
+    for volume in services["prometheus"]["volumes"]:
+        source, target = volume.split(":")[:2]
+        text = text.replace(target, str((DEPLOY / source).resolve()))
+    local = tmp_path / "prometheus.yml"
+    local.write_text(text)
+    out = subprocess.run([str(promtool), "check", "config", str(local)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS" in out.stdout + out.stderr and "8 rules found" in out.stdout + out.stderr
+    # The OTLP receiver the gateway sends to is switched on by the flag the pinned release knows.
+    assert "--web.enable-otlp-receiver" in services["prometheus"]["command"]
+
+
+def test_promtool_check_config_catches_an_error(promtool: Path, tmp_path: Path) -> None:
+    """The check itself: a misspelt key fails."""
+    bad = tmp_path / "prometheus.yml"
+    bad.write_text((DEPLOY / "prometheus" / "prometheus.yml").read_text().replace("evaluation_interval", "evaluation_intervall"))
+    out = subprocess.run([str(promtool), "check", "config", "--syntax-only", str(bad)], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+
+
+def test_prometheus_rule_holds_the_tested_rules(promtool: Path, tmp_path: Path) -> None:
+    (rule,) = k8s("prometheus-rule.yaml")
+    assert (rule["apiVersion"], rule["kind"]) == ("monitoring.coreos.com/v1", "PrometheusRule")
+    assert rule["metadata"]["namespace"] == "observability" and rule["metadata"]["labels"]
+    tested = yaml.safe_load((DEPLOY / "prometheus" / "toolscore.rules.yaml").read_text())
+    assert rule["spec"] == tested  # the same groups, unit-tested by tests/test_alerts.py
+    extracted = tmp_path / "rules.yaml"
+    extracted.write_text(yaml.safe_dump(rule["spec"]))
+    out = subprocess.run([str(promtool), "check", "rules", str(extracted)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_every_kubernetes_container_drops_its_privileges() -> None:
+    deployments = [d for m in (DEPLOY / "k8s").glob("*.yaml") for d in k8s(m.name) if d.get("kind") == "Deployment"]
+    assert {d["metadata"]["name"] for d in deployments} == {"otel-toolscore", "otelcol-gateway"}
+    for deployment in deployments:
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True, deployment["metadata"]["name"]
+        assert pod["securityContext"]["runAsUser"] != 0
+        assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+        assert not pod.get("hostNetwork") and not pod.get("hostPID")
+        for container in pod["containers"]:
+            sc = container["securityContext"]
+            where = f"{deployment['metadata']['name']}/{container['name']}"
+            assert sc["allowPrivilegeEscalation"] is False, where
+            assert sc["readOnlyRootFilesystem"] is True, where
+            assert sc["capabilities"]["drop"] == ["ALL"] and not sc["capabilities"].get("add"), where
+            assert not sc.get("privileged"), where
+
+
+def test_our_compose_containers_drop_their_privileges() -> None:
+    services = compose()["services"]
+    for name in ("agent", "scoring"):
+        svc = services[name]
+        assert svc["cap_drop"] == ["ALL"] and "no-new-privileges:true" in svc["security_opt"], name
+        assert svc["read_only"] is True, name
 
 
 def test_example_rules_load() -> None:

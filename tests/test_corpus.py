@@ -14,14 +14,9 @@ Compared as follows:
 * an argument value the instrumentation redacted (Mastra's ``"[REDACTED]"``) matches any expected
   value: the trace no longer holds the real one.
 
-``TRUTH_NOT_IN_TRACE`` lists truth values the recording's own README says appear nowhere in the trace;
-for those the test asserts what the trace does carry (nothing invented) and the discrepancy is
-reported to the corpus author, not hidden.
-
-``PENDING_ISSUE_12`` lists checks today's extraction does not yet meet on the smolagents, LlamaIndex and
-CrewAI recordings (issue 12). Such a file's test is an expected failure naming exactly those checks;
-all its other checks still run and must pass, and a listed check that starts passing fails the test
-(strict), so the entry must then be removed.
+``TRUTH_NOT_IN_TRACE`` lists truth values the recording's own README says appear nowhere in the trace
+(or that the trace cannot tell apart from others); for those the test asserts what the trace does
+carry (nothing invented) and the discrepancy is reported to the corpus author, not hidden.
 """
 
 from __future__ import annotations
@@ -43,7 +38,7 @@ TRUTHS = [p for p in TRUTHS if "node_modules" not in p.parts]
 
 REDACTED = "[REDACTED]"
 
-#: Truth values that the recording's own README says the trace does not carry:
+#: Truth values that the recording's own README says the trace does not carry (or cannot tell apart):
 #: (file pattern, run index or None for all runs, field, value the trace supports, why).
 TRUTH_NOT_IN_TRACE: list[tuple[str, int | None, str, Any, str]] = [
     ("vercel_ai/*_agent_multi_step.truth.json", 0, "agent_name", None,
@@ -68,6 +63,17 @@ TRUTH_NOT_IN_TRACE: list[tuple[str, int | None, str, Any, str]] = [
     ("openai_agents/*_nocontent/handoff.truth.json", 0, "tool_calls", [],
      "with content off the handoff is only a handoff span; the name transfer_to_weather_agent appears "
      "nowhere (openai_agents/README.md, 'With content off')"),
+    ("crewai/openinference_delegation.truth.json", 1, "tool_calls",
+     [{"name": "get_weather", "arguments": {"city": "Paris"}, "status": "ok", "kind": "tool"}],
+     "without LLM spans the coworker's call id call_d2 appears nowhere: its work has no AGENT span whose "
+     "output.value would carry its messages (crewai/README.md)"),
+    ("mastra/workflow_tool.truth.json", 0, "tool_calls",
+     [{"name": "workflow-forecastWorkflow", "call_id": "call_1", "status": "ok", "kind": "framework"},
+      {"name": "getWeather", "arguments": {"city": "Paris"}, "status": "ok", "kind": "tool"},
+      {"name": "formatForecast", "arguments": {"city": "Paris", "tempC": 18, "sky": "clear"}, "status": "ok",
+       "kind": "tool"}],
+     "a workflow_step span does not say whether the step wraps a tool (createStep(tool)) or a function, so "
+     "the plain step formatForecast reads as a call too (mastra/README.md)"),
 ]
 
 
@@ -83,56 +89,6 @@ SPLIT_ACROSS_TRACES: list[tuple[str, str]] = [
     ("openllmetry_openai/events_nocontent_streaming_*",
      "streamed gen_ai.choice records carry no span id and content is off: the call ids only appear as "
      "history in the next call's input, with no request text to link the two traces"),
-]
-
-
-#: Issue 12 (fidelity on real frameworks): checks that today's extraction does not yet meet on the
-#: smolagents / LlamaIndex / CrewAI recordings. (file pattern, run index or None for every run, field,
-#: what extraction gives today, what the truth says.) Fields: ``runs`` (how the file splits into runs),
-#: ``agent_name``, ``parent_agent``, ``user_query``, ``final_output``, ``available_tools``, ``tool_calls``
-#: (names in order) and ``tool_calls.{status,kind,call_id,arguments}``. The file's test is an expected
-#: failure naming them; every other field of the file is still asserted, and an entry whose check
-#: passes fails the test (strict), so the list only shrinks.
-PENDING_ISSUE_12: list[tuple[str, int | None, str, str, str]] = [
-    # smolagents under OpenInference (smolagents/README.md)
-    ("smolagents/*", None, "user_query", "'New task:\\n<task>' (the LLM's user message)",
-     "the task given to run(): the AGENT span's input.value {\"task\": ...}"),
-    ("smolagents/*", None, "tool_calls.arguments",
-     "the Tool.__call__ wrapper {'args': [...], 'sanitize_inputs_outputs': ..., 'kwargs': {...}}",
-     "the tool's arguments (`kwargs`; a CodeAgent's positional final_answer(x) is {'answer': x})"),
-    ("smolagents/toolcalling_managed_agent.truth.json", 0, "available_tools",
-     "['final_answer'] (llm.tools leaves out managed agents)",
-     "['final_answer', 'weather_agent'] (`smolagents.managed_agents.0.name` on the AGENT span)"),
-    ("smolagents/toolcalling_managed_agent.truth.json", 0, "tool_calls.status",
-     "weather_agent call 'error' (no TOOL span: a managed agent runs through MultiStepAgent.__call__)",
-     "'ok' (the nested weather_agent.run span, status OK, is the call's execution)"),
-    # LlamaIndex agents under OpenInference (llama_index/README.md)
-    ("llama_index/*", None, "agent_name", "'FunctionAgent.run' / 'AgentWorkflow.run' (the root CHAIN span's name)",
-     "the agent's `name`, recorded only inside repr text (current_agent_name='...')"),
-    ("llama_index/function_agent_*", None, "final_output", "the root's output.value, a StopEvent(result=AgentOutput(...)) repr",
-     "the answer text (also llm.output_messages.0.message.content of the last LLM span)"),
-    ("llama_index/function_agent_*", None, "tool_calls.arguments", "{'kwargs': {...}} (TOOL span input.value)",
-     "the `kwargs` object itself"),
-    ("llama_index/function_agent_agent_as_tool.truth.json", 1, "parent_agent", "'FunctionAgent.run'",
-     "'orchestrator' (same run, named as the user named it)"),
-    ("llama_index/agent_workflow_handoff.truth.json", None, "runs",
-     "one run 'AgentWorkflow.run' with handoff[tool] and get_weather (no span per agent)",
-     "two runs: triage_agent (handoff, kind framework), weather_agent (get_weather)"),
-    # CrewAI under OpenInference, without (openinference_*) and with (openinference_openai_*) LLM spans
-    ("crewai/openinference_[!o]*", None, "available_tools", "[] (no LLM spans, so no llm.tools)",
-     "the agent's tools: `tools_names` in the kickoff span's `crew_agents` / `crew_tasks`"),
-    ("crewai/openinference_[!o]*", None, "tool_calls.call_id", "None (TOOL spans carry no id)",
-     "the model's call ids, in the AGENT span's output.value `messages` (assistant tool_calls)"),
-    ("crewai/openinference*_delegation.truth.json", None, "runs",
-     "one run 'Trip planner._execute_core' that also holds the coworker's get_weather (the delegated work "
-     "gets no AGENT span: it runs inside the TOOL span `Delegate work to coworker.run`)",
-     "two runs: Trip planner (delegate_work_to_coworker), Weather reporter (get_weather) nested in it"),
-    ("crewai/openinference_delegation.truth.json", None, "tool_calls",
-     "'Delegate work to coworker' (the TOOL span's tool.name, the tool's display name)",
-     "'delegate_work_to_coworker' (the name the model called)"),
-    ("crewai/openinference_openai_delegation.truth.json", None, "tool_calls",
-     "delegate_work_to_coworker twice: the model's call and the TOOL span 'Delegate work to coworker' are not merged",
-     "one delegate_work_to_coworker call"),
 ]
 
 
@@ -173,12 +129,11 @@ Mismatch = tuple[int | None, str, str]  # (run index or None for the file, field
 
 
 def _run_mismatches(n: int, want: dict[str, Any], got: AgentRun, names_by_id: dict[str, str | None],
-                    content: bool, judged: set[tuple[int | None, str]]) -> list[Mismatch]:
-    """What differs between one expected and one extracted run; ``judged`` collects (run, field) compared."""
+                    content: bool) -> list[Mismatch]:
+    """What differs between one expected and one extracted run."""
     out: list[Mismatch] = []
 
     def check(field: str, ok: bool, detail: str) -> None:
-        judged.add((n, field))
         if not ok:
             out.append((n, field, detail))
 
@@ -213,11 +168,6 @@ def _run_mismatches(n: int, want: dict[str, Any], got: AgentRun, names_by_id: di
     return out
 
 
-def _pending(rel: str) -> list[tuple[int | None, str, str, str]]:
-    return [(index, field, today, truth) for pattern, index, field, today, truth in PENDING_ISSUE_12
-            if fnmatch.fnmatch(rel, pattern)]
-
-
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=[str(p.relative_to(CORPUS)) for p in TRUTHS])
 def test_corpus_file_extracts_to_truth(truth_path: Path) -> None:
     truth = json.loads(truth_path.read_text())
@@ -232,34 +182,12 @@ def test_corpus_file_extracts_to_truth(truth_path: Path) -> None:
         assert report.traces == len(runs), split  # one run per model-call trace, nothing merged by guess
         assert all(not r.tool_calls for r in runs), "calls were claimed without anything linking them"
         return
-    pending = _pending(rel)
     mismatches: list[Mismatch] = []
-    judged: set[tuple[int | None, str]] = {(None, "runs"), (None, "tool_calls")}
     if len(runs) != len(expected_runs):
         mismatches.append((None, "runs", "; ".join(_describe(r) for r in runs)))
-        # the runs are cut differently, but the calls the agents made must all be there, once each
-        got_names = sorted(c.name for r in runs for c in r.tool_calls)
-        want_names = sorted(c["name"] for w in expected_runs for c in w.get("tool_calls", []))
-        if got_names != want_names:
-            mismatches.append((None, "tool_calls", f"calls of all runs {got_names} != {want_names}"))
     else:
         content = truth.get("content_capture", True) is not False
         names_by_id = {r.run_id: r.agent_name for r in runs}
         for n, (want, got) in enumerate(zip(expected_runs, runs, strict=True)):
-            mismatches += _run_mismatches(n, _supported(rel, n, want), got, names_by_id, content, judged)
-
-    def covered(m: Mismatch) -> bool:
-        return any(field == m[1] and index in (None, m[0]) for index, field, _, _ in pending)
-
-    unexpected = [m for m in mismatches if not covered(m)]
-    assert not unexpected, "\n".join(f"run {n} {field}: {detail}" for n, field, detail in unexpected)
-    # strict: an entry whose check now passes must leave PENDING_ISSUE_12
-    # (only fields that were compared count: with the runs cut differently that is `runs` and `tool_calls`)
-    met = [(index, field) for index, field, _, _ in pending
-           if any(f == field and (index is None or n in (None, index)) for n, f in judged)
-           and not any(field == m[1] and index in (None, m[0]) for m in mismatches)]
-    assert not met, f"{rel}: now meets the truth, remove from PENDING_ISSUE_12: {met}"
-    if pending:
-        pytest.xfail("issue 12: " + "; ".join(
-            f"run {'*' if index is None else index} {field}: today {today}, truth {want}"
-            for index, field, today, want in pending))
+            mismatches += _run_mismatches(n, _supported(rel, n, want), got, names_by_id, content)
+    assert not mismatches, "\n".join(f"run {n} {field}: {detail}" for n, field, detail in mismatches)

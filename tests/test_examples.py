@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 #: Variable prefixes an example must not inherit: they could send traffic off this machine.
-SCRUBBED = ("OPENAI_", "OTEL_EXPORTER_OTLP_")
+SCRUBBED = ("OPENAI_", "OTEL_EXPORTER_OTLP_", "LANGFUSE_")
 TIMEOUT_S = 120
 
 

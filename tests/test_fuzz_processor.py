@@ -12,7 +12,7 @@ Two sources of input:
 
 Properties: nothing raises out; every span is handed on downstream exactly once; once every span
 has ended and the processor is flushed nothing is pending (``pending_traces`` and the
-``toolscore.pending_traces`` up-down counter are 0); every run that got an outcome is counted once
+``toolscore.trace.pending`` up-down counter are 0); every run that got an outcome is counted once
 in ``toolscore.runs``; what the processor could not read is counted in ``toolscore.dropped``.
 """
 
@@ -186,7 +186,7 @@ def test_sdk_spans_with_any_attributes(trees: list[Any], data: Any, capture: boo
     exported = [s.context.span_id for s in r.spans.get_finished_spans()]
     assert sorted(exported) == sorted(created)  # every span handed on, exactly once
     assert r.processor.pending_traces == 0
-    assert r.counter("toolscore.pending_traces") == 0
+    assert r.counter("toolscore.trace.pending") == r.counter("toolscore.pending_traces") == 0
     # An exception inside the processor is swallowed and counted; with SDK-valid input there should be none.
     assert r.counter("toolscore.dropped", **{"toolscore.reason": "malformed_span"}) == 0
     roots = [s for s in r.spans.get_finished_spans() if "toolscore.code.score" in (s.attributes or {})]
@@ -252,7 +252,7 @@ def raw_spans(draw: Any) -> list[ReadableSpan]:
 def test_hand_built_spans_with_values_no_sdk_allows(spans: list[ReadableSpan], data: Any, capture: bool) -> None:
     """Nothing raises and every span is forwarded. A span the processor cannot read may leave its trace
     pending, but only until the trace timeout, and that eviction is counted."""
-    r = rig(capture_content=capture, trace_timeout_s=0.2)
+    r = rig(capture_content=capture, trace_timeout_ms=200)
     for s in spans:
         r.processor.on_start(s)  # type: ignore[arg-type]  # the service replays ReadableSpans the same way
     for i in data.draw(st.permutations(range(len(spans)))):
@@ -264,7 +264,7 @@ def test_hand_built_spans_with_values_no_sdk_allows(spans: list[ReadableSpan], d
         time.sleep(0.02)
     assert r.processor.force_flush(10_000)
     assert r.processor.pending_traces == 0
-    assert r.counter("toolscore.pending_traces") == 0
+    assert r.counter("toolscore.trace.pending") == r.counter("toolscore.pending_traces") == 0
     if r.counter("toolscore.dropped", **{"toolscore.reason": "malformed_span"}) == 0:
         assert r.counter("toolscore.dropped", **{"toolscore.reason": "trace_timeout"}) == 0
     r.provider.shutdown()

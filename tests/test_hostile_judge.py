@@ -434,8 +434,8 @@ def test_the_deadline_defaults_to_twice_the_request_timeout() -> None:
     with pytest.raises(ValueError, match="deadline_s"):
         create_tool_call_accuracy_scorer_llm("m", deadline_s=0)
     env = {"OTEL_TOOLSCORE_JUDGE_MODEL": "m", "OTEL_TOOLSCORE_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}
-    for extra, expected in (({}, 60.0), ({"OTEL_TOOLSCORE_JUDGE_TIMEOUT_S": "10"}, 20.0),
-                            ({"OTEL_TOOLSCORE_JUDGE_DEADLINE_S": "7.5"}, 7.5)):
+    for extra, expected in (({}, 60.0), ({"OTEL_TOOLSCORE_JUDGE_TIMEOUT_MS": "10000"}, 20.0),
+                            ({"OTEL_TOOLSCORE_JUDGE_DEADLINE_MS": "7500"}, 7.5)):
         judge = judge_from_env({**env, **extra})
         assert judge is not None and judge.scorer.deadline_s == expected
         judge.shutdown(0)

@@ -186,7 +186,7 @@ def test_refusals_before_the_body_are_counted(svc: Running) -> None:
 
 @pytest.fixture
 def svc() -> Iterator[Running]:
-    running = start_service(http_read_timeout_s=2.0, http_idle_timeout_s=2.0)
+    running = start_service(http_read_timeout_ms=2000, http_idle_timeout_ms=2000)
     yield running
     running.service.shutdown(timeout_s=5)
 
@@ -229,7 +229,7 @@ def test_trickling_clients_hold_no_slot_and_are_cut_off(svc: Running) -> None:
 
 
 def test_readyz_tells_the_truth_when_connections_are_exhausted() -> None:
-    running = start_service(http_max_connections=8, http_read_timeout_s=30)
+    running = start_service(http_max_connections=8, http_read_timeout_ms=30_000)
     port = running.service.http_port
     held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(8)]
     try:
@@ -251,7 +251,7 @@ def test_readyz_tells_the_truth_when_connections_are_exhausted() -> None:
 
 def test_bodies_in_flight_share_a_byte_budget() -> None:
     """Many large bodies arriving at once: memory is bounded by a budget of 4 request limits (past it 429, retryable)."""
-    running = start_service(max_request_bytes=64 * 1024, http_read_timeout_s=2)
+    running = start_service(max_request_bytes=64 * 1024, http_read_timeout_ms=2000)
     try:
         socks = [raw_post(running.service.http_port, "Content-Length: 60000\r\n", b"\x00" * 50_000) for _ in range(8)]
         # Five partial bodies (250,000 bytes) fit in the 262,144-byte budget; three more do not: 429 at once.
@@ -348,7 +348,7 @@ def test_two_thousand_simultaneous_connects_are_answered() -> None:
 
 def test_idle_half_open_connections_are_bounded_and_closed() -> None:
     """2,611 idle connections held 2,611 threads: now a bounded number, closed after the timeout."""
-    with serve_process("--http-max-connections", "1500", "--http-read-timeout-s", "2") as (proc, info):
+    with serve_process("--http-max-connections", "1500", "--http-read-timeout-ms", "2000") as (proc, info):
         port = info["http_port"]
         socks = open_many(port, 2000)
         try:
@@ -389,7 +389,7 @@ def test_the_connection_limit_stays_within_the_open_file_limit() -> None:
 def test_four_hundred_concurrent_grpc_exports_are_taken_or_refused_retryably() -> None:
     """400 concurrent Exports: 857 refused "Concurrent RPC limit exceeded!" without RetryInfo, uncounted."""
     per_call = 3 * PER_CALL_TRACES
-    running = start_service(max_pending_spans=200 * per_call, quiet_period_ms=60_000, hard_timeout_s=120)
+    running = start_service(max_pending_spans=200 * per_call, quiet_period_ms=60_000, hard_timeout_ms=120_000)
     try:
         requests = [spans_request(PER_CALL_TRACES, 3, seed=i) for i in range(400)]
         channels = [grpc.insecure_channel(running.grpc_target) for _ in range(4)]
@@ -598,7 +598,7 @@ def test_serve_forward_under_load_loses_nothing() -> None:
 def test_the_buffer_byte_bound_bounds_memory() -> None:
     """max_pending_bytes is an estimate: it must track what the buffered spans really cost."""
     budget = 64 << 20
-    with serve_process("--quiet-period-ms", "600000", "--hard-timeout-s", "3600", "--max-pending-spans", "10000000",
+    with serve_process("--quiet-period-ms", "600000", "--hard-timeout-ms", "3600000", "--max-pending-spans", "10000000",
                        "--max-pending-bytes", str(budget)) as (proc, info):
         channel = grpc.insecure_channel(f"127.0.0.1:{info['grpc_port']}")
         stub = trace_service_pb2_grpc.TraceServiceStub(channel)
@@ -621,7 +621,7 @@ def test_the_buffer_byte_bound_bounds_memory() -> None:
 # -- draining -----------------------------------------------------------------------------------------
 def test_drain_keeps_its_deadline_and_counts_what_it_could_not_score() -> None:
     """SIGTERM with 400k buffered spans and --drain-timeout-s 10 took 33 s."""
-    running = start_service(quiet_period_ms=600_000, hard_timeout_s=3600, max_pending_spans=1_000_000,
+    running = start_service(quiet_period_ms=600_000, hard_timeout_ms=3_600_000, max_pending_spans=1_000_000,
                             max_pending_bytes=1 << 32)
     total = 0
     try:
@@ -660,7 +660,7 @@ class StuckExporter(SpanExporter):
 
 def test_drain_with_a_hung_forwarding_exporter_keeps_its_deadline() -> None:
     exporter = StuckExporter()
-    running = forwarding_service(exporter, forward_queue_spans=64, quiet_period_ms=600_000, hard_timeout_s=3600)
+    running = forwarding_service(exporter, forward_queue_spans=64, quiet_period_ms=600_000, hard_timeout_ms=3_600_000)
     try:
         for i in range(10):
             assert running.service.accept_spans(spans_request(20, 3, seed=i)).accepted  # 600 spans, 10x the queue
@@ -676,8 +676,8 @@ def test_drain_with_a_hung_forwarding_exporter_keeps_its_deadline() -> None:
 
 def test_sigterm_drain_of_the_serve_command_keeps_its_deadline() -> None:
     with serve_process(
-        "--quiet-period-ms", "600000", "--hard-timeout-s", "3600", "--max-pending-spans", "1000000",
-        "--max-pending-bytes", str(1 << 31), "--drain-timeout-s", "2",
+        "--quiet-period-ms", "600000", "--hard-timeout-ms", "3600000", "--max-pending-spans", "1000000",
+        "--max-pending-bytes", str(1 << 31), "--drain-timeout-ms", "2000",
     ) as (proc, info):
         channel = grpc.insecure_channel(f"127.0.0.1:{info['grpc_port']}")
         stub = trace_service_pb2_grpc.TraceServiceStub(channel)
@@ -729,8 +729,8 @@ def test_the_readme_states_the_service_bounds_guarantee_and_counters() -> None:
     for reason in ("drain_timeout", "forward_queue_full", "forward_failed", "duplicate_span", "too_large", "read_timeout",
                    "connection_limit", "idle_timeout", "protocol_error"):
         assert f"reason={reason}" in service, reason
-    for field in ("max_request_bytes", "http_read_timeout_s", "http_idle_timeout_s", "http_max_connections",
-                  "forward_queue_spans", "drain_timeout_s", "max_pending_spans"):
+    for field in ("max_request_bytes", "http_read_timeout_ms", "http_idle_timeout_ms", "http_max_connections",
+                  "forward_queue_spans", "drain_timeout_ms", "max_pending_spans"):
         assert field in ServiceSettings.model_fields
         assert field.upper() in service, field
         assert ServiceSettings.env_name(field) in readme, field

@@ -178,7 +178,7 @@ def test_a_judged_run_writes_event_carrier_span_and_metrics(server: OpenAITestSe
     assert carrier.end_time >= carrier.start_time >= root.end_time
     # The processor did not take the carrier span for agent activity: one run seen, one code score.
     assert pipe.counter("toolscore.runs") == 1
-    assert pipe.counter("toolscore.dropped") == 0 and pipe.counter("toolscore.pending_traces") == 0
+    assert pipe.counter("toolscore.dropped") == 0 and pipe.counter("toolscore.trace.pending") == 0
     assert pipe.processor.pending_traces == 0
     # Metrics.
     (hist,) = [p for p in pipe.points("gen_ai.evaluation.score") if p.attributes["gen_ai.evaluation.name"] == "tool_call_accuracy_llm"]

@@ -36,13 +36,32 @@ def test_the_same_decision_in_every_instance_and_process() -> None:
     ids = _ids(seed=7)
     decisions = [a.in_ratio(t) for t in ids]
     assert decisions == [b.in_ratio(t) for t in ids] == [trace_id_in_ratio(t, 0.1) for t in ids]
-    # Only the low 56 bits count (the random part of a W3C trace id): high bits never change it.
+    # Only the low 64 bits count (TraceIdRatioBased's): high bits never change it.
     assert decisions == [a.in_ratio(t ^ (0xABCDEF << 80)) for t in ids]
 
 
+@pytest.mark.parametrize("ratio", [0.0, 1e-6, 0.001, 0.01, 0.05, 0.1, 0.25, 1 / 3, 0.5, 0.75, 0.999, 1.0])
+def test_the_same_traces_as_the_sdk_trace_id_ratio_sampler(ratio: float) -> None:
+    """Same ratio, same traces: the SDK's own TraceIdRatioBased decides the same for 20,000 random ids
+    and for the ids on each side of its bound."""
+    from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
+
+    sdk = TraceIdRatioBased(ratio)
+    ours = JudgeSampler(ratio)
+    bound = sdk.bound
+    edges = [b | (high << 64) for b in (bound - 1, bound, bound + 1) if 0 <= b < 1 << 64
+             for high in (0, 1, (1 << 64) - 1)]
+    for trace_id in [*_ids(seed=round(ratio * 1e6), n=20_000), *edges, 1, (1 << 128) - 1]:
+        sampled = sdk.should_sample(None, trace_id, "run").decision is Decision.RECORD_AND_SAMPLE
+        assert ours.in_ratio(trace_id) is sampled, (ratio, hex(trace_id))
+        assert trace_id_in_ratio(trace_id, ratio) is sampled
+
+
 def test_known_vectors_and_edges() -> None:
-    assert ratio_threshold(0.5) == 1 << 55
-    assert trace_id_in_ratio((1 << 55) - 1, 0.5) and not trace_id_in_ratio(1 << 55, 0.5)
+    assert ratio_threshold(0.5) == 1 << 63
+    assert trace_id_in_ratio((1 << 63) - 1, 0.5) and not trace_id_in_ratio(1 << 63, 0.5)
+    # Bits 56..63 count too (they did not before the judge followed TraceIdRatioBased).
+    assert not trace_id_in_ratio(0xFF << 56, 0.5) and trace_id_in_ratio(0x7F << 56, 0.5)
     assert not any(trace_id_in_ratio(t, 0.0) for t in _ids(1, 200))
     assert all(trace_id_in_ratio(t, 1.0) for t in [*_ids(2, 200), (1 << 128) - 1])
     with pytest.raises(ValueError):
@@ -58,8 +77,8 @@ def test_a_higher_ratio_samples_a_superset() -> None:
 
 # -- priorities -------------------------------------------------------------------------------------
 _CODE = create_tool_call_accuracy_scorer_code(expected_tool="get_weather")
-_IN = 0  # low 56 bits zero: inside any ratio > 0
-_OUT = (1 << 56) - 1  # outside any ratio < 1
+_IN = 0  # low 64 bits zero: inside any ratio > 0
+_OUT = (1 << 64) - 1  # outside any ratio < 1
 
 
 def scored(trace_id: int, calls: list[str], *, attributes: dict[str, Any] | None = None, code: bool = True,

@@ -55,18 +55,68 @@ def test_every_field_reads_from_its_variable() -> None:
     assert JudgeSettings.from_env(env, ratio=0.5).ratio == 0.5  # arguments win
 
 
-def test_unknown_or_invalid_variables_fail_naming_the_key() -> None:
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_JUDGE_RATOI"):
-        JudgeSettings.from_env({"OTEL_TOOLSCORE_JUDGE_RATOI": "0.1"})
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_JUDGE_RATIO"):
-        JudgeSettings.from_env({"OTEL_TOOLSCORE_JUDGE_RATIO": "2"})
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_JUDGE_WORKERS"):
-        JudgeSettings.from_env({"OTEL_TOOLSCORE_JUDGE_WORKERS": "many"})
-    with pytest.raises(ConfigError, match="unknown judge setting 'ratoi'"):
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "otel_toolscore.config"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("OTEL_TOOLSCORE_JUDGE_RATOI", "0.1"),
+        ("OTEL_TOOLSCORE_JUDGE_RATIO", "2"),
+        ("OTEL_TOOLSCORE_JUDGE_WORKERS", "many"),
+        ("OTEL_TOOLSCORE_JUDGE_REDACT", "no"),
+        ("OTEL_TOOLSCORE_JUDGE_TIMEOUT_MS", "30s"),
+        ("OTEL_TOOLSCORE_JUDGE_MAX_PER_MINUTE", "0"),
+    ],
+)
+def test_unknown_or_invalid_variables_are_warned_about_and_ignored(
+    caplog: pytest.LogCaptureFixture, key: str, value: str
+) -> None:
+    assert JudgeSettings.from_env({key: value}) == JudgeSettings()
+    (message,) = _warnings(caplog)
+    assert key in message and "ignored" in message
+
+
+def test_explicit_arguments_fail_fast() -> None:
+    with pytest.raises(ConfigError, match="unknown setting 'ratoi'"):
         JudgeSettings.from_env({}, ratoi=0.1)
-    # A typo is caught even when the judge is off.
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_JUDGE_MODLE"):
-        judge_from_env({"OTEL_TOOLSCORE_JUDGE_MODLE": "x"})
+    with pytest.raises(ConfigError, match="ratio"):
+        JudgeSettings.from_env({}, ratio=2)
+
+
+def test_a_typo_is_warned_about_even_when_the_judge_is_off(caplog: pytest.LogCaptureFixture) -> None:
+    assert judge_from_env({"OTEL_TOOLSCORE_JUDGE_MODLE": "x"}) is None
+    (message,) = _warnings(caplog)
+    assert "OTEL_TOOLSCORE_JUDGE_MODLE" in message and "OTEL_TOOLSCORE_JUDGE_MODEL" in message
+
+
+def test_an_api_key_is_never_repeated_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    JudgeSettings.from_env({"OTEL_TOOLSCORE_JUDGE_API_KY": "sk-very-secret"})
+    (message,) = _warnings(caplog)
+    assert "OTEL_TOOLSCORE_JUDGE_API_KY" in message and "sk-very-secret" not in message
+
+
+def test_seconds_names_still_work(caplog: pytest.LogCaptureFixture) -> None:
+    s = JudgeSettings.from_env({"OTEL_TOOLSCORE_JUDGE_TIMEOUT_S": "12", "OTEL_TOOLSCORE_JUDGE_DEADLINE_S": "20.5",
+                                "OTEL_TOOLSCORE_JUDGE_CIRCUIT_COOLDOWN_S": "1", "OTEL_TOOLSCORE_JUDGE_SHUTDOWN_TIMEOUT_S": "0"})
+    assert (s.timeout_ms, s.deadline_ms, s.circuit_cooldown_ms, s.shutdown_timeout_ms) == (12_000, 20_500, 1_000, 0)
+    assert len([m for m in _warnings(caplog) if "is deprecated" in m]) == 4
+    with pytest.warns(DeprecationWarning, match="timeout_s"):
+        assert JudgeSettings.from_env({}, timeout_s=3).timeout_ms == 3000
+
+
+def test_a_bad_endpoint_turns_the_judge_off_rather_than_use_another(caplog: pytest.LogCaptureFixture) -> None:
+    env = {"OTEL_TOOLSCORE_JUDGE_MODEL": "m", "OTEL_TOOLSCORE_JUDGE_BASE_URL": "127.0.0.1:8080/v1",
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x"}
+    assert not JudgeSettings.from_env(env).enabled
+    assert judge_from_env(env) is None
+    assert any("OTEL_TOOLSCORE_JUDGE_BASE_URL" in m and "the judge is off" in m for m in _warnings(caplog))
+    caplog.clear()
+    assert judge_from_env({"OTEL_TOOLSCORE_JUDGE_MODEL": "m", "OPENAI_BASE_URL": "file:///etc/passwd"}) is None
+    assert any("OPENAI_BASE_URL" in m and "the judge is off" in m for m in _warnings(caplog))
+    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_JUDGE_BASE_URL"):  # asked for in code: fails
+        JudgeSettings.from_env(env, model="m")
 
 
 def test_processor_settings_leave_judge_variables_to_the_judge() -> None:
@@ -149,10 +199,18 @@ def test_openai_variables_are_the_fallback_and_options_reach_the_request(tmp_pat
             judge.shutdown()
 
 
-def test_bad_tools_file_is_a_config_error(tmp_path: Path) -> None:
+def test_bad_tools_file_is_ignored_from_the_environment_and_refused_in_code(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     bad = tmp_path / "tools.json"
     bad.write_text('{"tools": 3}')
+    for path in (bad, tmp_path / "none.json"):
+        caplog.clear()
+        settings = JudgeSettings.from_env({"OTEL_TOOLSCORE_JUDGE_MODEL": "m", "OTEL_TOOLSCORE_JUDGE_TOOLS_FILE": str(path)})
+        assert settings.enabled and settings.tools_file is None
+        (message,) = _warnings(caplog)
+        assert "OTEL_TOOLSCORE_JUDGE_TOOLS_FILE" in message and path.name in message
     with pytest.raises(ConfigError, match=r"tools\.json"):
-        Judge.from_env({"OTEL_TOOLSCORE_JUDGE_MODEL": "m", "OTEL_TOOLSCORE_JUDGE_TOOLS_FILE": str(bad)})
+        Judge.from_env({"OTEL_TOOLSCORE_JUDGE_MODEL": "m"}, tools_file=str(bad))
     with pytest.raises(ConfigError, match="cannot read"):
-        Judge.from_env({"OTEL_TOOLSCORE_JUDGE_MODEL": "m", "OTEL_TOOLSCORE_JUDGE_TOOLS_FILE": str(tmp_path / "none.json")})
+        Judge.from_env({"OTEL_TOOLSCORE_JUDGE_MODEL": "m"}, tools_file=str(tmp_path / "none.json"))

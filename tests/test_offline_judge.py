@@ -108,6 +108,5 @@ def test_judge_usage_errors(capsys: pytest.CaptureFixture[str], monkeypatch: pyt
     assert "OTEL_TOOLSCORE_JUDGE_MODEL" in capsys.readouterr().err
     assert main(["score", "--expected-tool", "x", "--dry-run", single]) == 2
     assert "--judge" in capsys.readouterr().err
-    monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_RATIO", "2")
-    assert main(["score", "--judge", "--judge-model", "m", single]) == 2
-    assert "OTEL_TOOLSCORE_JUDGE_RATIO" in capsys.readouterr().err
+    assert main(["score", "--judge", "--judge-model", "m", "--judge-ratio", "2", single]) == 2  # explicit: fails fast
+    assert "ratio" in capsys.readouterr().err

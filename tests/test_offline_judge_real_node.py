@@ -37,7 +37,7 @@ def judge_env(real_server: LlmServer, monkeypatch: pytest.MonkeyPatch) -> LlmSer
         monkeypatch.delenv(var)
     monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_MODEL", real_server.model)
     monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_BASE_URL", real_server.base_url)
-    monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_TIMEOUT_S", "120")
+    monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_TIMEOUT_MS", "120000")
     monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_MAX_RETRIES", "0")
     monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_MAX_OUTPUT_TOKENS", "256")
     monkeypatch.setenv("OTEL_TOOLSCORE_JUDGE_WORKERS", "1")  # the server has one slot

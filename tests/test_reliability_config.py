@@ -1,14 +1,19 @@
-"""Bad configuration fails at start, with one clear message naming the key.
+"""Bad configuration: what the environment says is warned about and ignored; explicit arguments fail fast.
 
-Covers ``OTEL_TOOLSCORE_*`` variables and constructor overrides (``Settings.from_env``, the
-processor's keyword arguments) and expectation rules files (``load_rules``, ``OTEL_TOOLSCORE_RULES``):
-unknown keys, wrong types, impossible limits, unreadable or invalid files. Plus property tests:
-whatever the text, parsing either succeeds or raises the one documented error type.
+``OTEL_TOOLSCORE_*`` variables follow the OpenTelemetry environment specification: an unknown
+variable or a value that cannot be used logs one warning naming the variable and the default applies
+(under ``opentelemetry-instrument`` a typo must never turn scoring off). Booleans are only
+``true``/``false`` (any case); durations are integer milliseconds, the old seconds names still work
+with a deprecation warning. Constructor overrides (``Settings.from_env``, the processor's keyword
+arguments) and rules files given in code fail at once naming the key or the file. Plus property
+tests: whatever the environment, reading it never raises.
 """
 
 from __future__ import annotations
 
+import logging
 import string
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,8 @@ from otel_toolscore.online.expectations import RulesError, load_rules
 
 pytestmark = pytest.mark.timeout(60)
 
+DEFAULTS = Settings()
+
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
@@ -30,12 +37,25 @@ def _one_line(exc: BaseException) -> str:
     return text
 
 
-# -- environment variables -------------------------------------------------------------------------
-@pytest.mark.parametrize("key", ["OTEL_TOOLSCORE_MAX_PENDING_TRACE", "OTEL_TOOLSCORE_EVENT", "OTEL_TOOLSCORE_FOO"])
-def test_unknown_variable_names_the_key(key: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        Settings.from_env({key: "1"})
-    assert key in _one_line(info.value)
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "otel_toolscore.config" and r.levelno == logging.WARNING]
+
+
+# -- environment variables: warned about and ignored -------------------------------------------------
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [
+        ("OTEL_TOOLSCORE_MAX_PENDING_TRACE", "OTEL_TOOLSCORE_MAX_PENDING_TRACES"),
+        ("OTEL_TOOLSCORE_EVENT", "OTEL_TOOLSCORE_EVENTS"),
+        ("OTEL_TOOLSCORE_FOO", None),
+    ],
+)
+def test_unknown_variable_is_warned_about_and_ignored(caplog: pytest.LogCaptureFixture, key: str, hint: str | None) -> None:
+    assert Settings.from_env({key: "1"}) == DEFAULTS
+    (message,) = _warnings(caplog)
+    assert key in message and "ignored" in message
+    if hint:
+        assert f"did you mean {hint}?" in message
 
 
 @pytest.mark.parametrize(
@@ -44,65 +64,114 @@ def test_unknown_variable_names_the_key(key: str) -> None:
         ("OTEL_TOOLSCORE_MAX_PENDING_TRACES", "many"),
         ("OTEL_TOOLSCORE_MAX_PENDING_TRACES", "1e3x"),
         ("OTEL_TOOLSCORE_ROOT_GRACE_MS", "1.5s"),
-        ("OTEL_TOOLSCORE_TRACE_TIMEOUT_S", "soon"),
+        ("OTEL_TOOLSCORE_ROOT_GRACE_MS", "2.5"),  # durations are integer milliseconds
+        ("OTEL_TOOLSCORE_TRACE_TIMEOUT_MS", "soon"),
         ("OTEL_TOOLSCORE_EVENTS", "maybe"),
         ("OTEL_TOOLSCORE_METRICS", "2"),
         ("OTEL_TOOLSCORE_CAPTURE_CONTENT", "sometimes"),
         ("OTEL_TOOLSCORE_MAX_CONTENT_CHARS", "[1]"),
-    ],
-)
-def test_wrong_type_names_the_key(key: str, value: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        Settings.from_env({key: value})
-    assert key in _one_line(info.value)
-
-
-@pytest.mark.parametrize(
-    ("key", "value"),
-    [
         ("OTEL_TOOLSCORE_MAX_PENDING_TRACES", "0"),
         ("OTEL_TOOLSCORE_MAX_PENDING_TRACES", "-5"),
         ("OTEL_TOOLSCORE_MAX_SPANS_PER_TRACE", "0"),
         ("OTEL_TOOLSCORE_MAX_CALLS_PER_RUN", "-1"),
         ("OTEL_TOOLSCORE_MAX_CONTENT_CHARS", "-1"),
         ("OTEL_TOOLSCORE_ROOT_GRACE_MS", "-10"),
-        ("OTEL_TOOLSCORE_TRACE_TIMEOUT_S", "0"),
-        ("OTEL_TOOLSCORE_TRACE_TIMEOUT_S", "-1.5"),
+        ("OTEL_TOOLSCORE_TRACE_TIMEOUT_MS", "0"),
+        ("OTEL_TOOLSCORE_TRACE_TIMEOUT_MS", "-1500"),
         ("OTEL_TOOLSCORE_EMIT_QUEUE_SIZE", "0"),
         ("OTEL_TOOLSCORE_MAX_ATTRIBUTE_TOOLS", "0"),
         ("OTEL_TOOLSCORE_MAX_METRIC_AGENTS", "-1"),
         ("OTEL_TOOLSCORE_MAX_PENDING_TRACES", "99999999999"),
+        ("OTEL_TOOLSCORE_EXPECTED_TOOL_ORDER", " , "),  # a model-level check names the variable too
     ],
 )
-def test_impossible_limit_names_the_key(key: str, value: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        Settings.from_env({key: value})
-    assert key in _one_line(info.value)
+def test_bad_value_is_warned_about_and_the_default_applies(caplog: pytest.LogCaptureFixture, key: str, value: str) -> None:
+    assert Settings.from_env({key: value}) == DEFAULTS
+    (message,) = _warnings(caplog)
+    assert key in message and "ignored" in message and "default" in message
+    assert "\n" not in message
 
 
-def test_empty_expected_tool_order_names_the_key() -> None:
-    # A model-level check (not a field's own) must still name the variable that caused it.
-    with pytest.raises(ConfigError) as info:
-        Settings.from_env({"OTEL_TOOLSCORE_EXPECTED_TOOL_ORDER": " , "})
-    assert "OTEL_TOOLSCORE_EXPECTED_TOOL_ORDER" in _one_line(info.value)
+def test_one_bad_value_leaves_the_others_in_force(caplog: pytest.LogCaptureFixture) -> None:
+    s = Settings.from_env({"OTEL_TOOLSCORE_MAX_PENDING_TRACES": "lots", "OTEL_TOOLSCORE_MAX_CALLS_PER_RUN": "50",
+                           "OTEL_TOOLSCORE_EXPECTED_TOOL": "get_weather"})
+    assert (s.max_pending_traces, s.max_calls_per_run, s.expected_tool) == (DEFAULTS.max_pending_traces, 50, "get_weather")
+    assert len(_warnings(caplog)) == 1
 
 
-def test_processor_fails_at_construction_not_on_the_first_span(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("TRUE", True), ("True", True), ("false", False),
+                                             ("FALSE", False), (" false ", False)])
+def test_booleans_are_true_or_false_in_any_case(text: str, value: bool) -> None:
+    assert Settings.from_env({"OTEL_TOOLSCORE_STRICT_MODE": text}).strict_mode is value
+    assert Settings.from_env({"OTEL_TOOLSCORE_EVENTS": text}).events is value
+
+
+@pytest.mark.parametrize("text", ["1", "yes", "on", "y", "t", "0", "no", "off", "enabled"])
+def test_no_other_word_is_a_boolean(caplog: pytest.LogCaptureFixture, text: str) -> None:
+    # Only `true` is true (OpenTelemetry): `1`/`yes` are not; the default stays, whichever it is.
+    assert Settings.from_env({"OTEL_TOOLSCORE_STRICT_MODE": text}).strict_mode is False
+    assert Settings.from_env({"OTEL_TOOLSCORE_EVENTS": text}).events is True
+    assert all("a boolean is `true` or `false`" in m for m in _warnings(caplog)) and len(_warnings(caplog)) == 2
+
+
+def test_empty_variable_is_unset() -> None:
+    env = {Settings.env_name(n): "  " for n in Settings.model_fields}
+    assert Settings.from_env(env) == DEFAULTS
+
+
+def test_durations_are_milliseconds_and_the_seconds_name_still_works(caplog: pytest.LogCaptureFixture) -> None:
+    assert Settings.from_env({"OTEL_TOOLSCORE_TRACE_TIMEOUT_MS": "2500"}).trace_timeout_ms == 2500
+    assert _warnings(caplog) == []
+    assert Settings.from_env({"OTEL_TOOLSCORE_TRACE_TIMEOUT_S": "2.5"}).trace_timeout_ms == 2500
+    (message,) = _warnings(caplog)
+    assert "OTEL_TOOLSCORE_TRACE_TIMEOUT_S is deprecated" in message and "OTEL_TOOLSCORE_TRACE_TIMEOUT_MS" in message
+    caplog.clear()
+    both = {"OTEL_TOOLSCORE_TRACE_TIMEOUT_S": "9", "OTEL_TOOLSCORE_TRACE_TIMEOUT_MS": "1200"}
+    assert Settings.from_env(both).trace_timeout_ms == 1200  # the new name wins
+    assert any("OTEL_TOOLSCORE_TRACE_TIMEOUT_S is deprecated and ignored" in m for m in _warnings(caplog))
+    caplog.clear()
+    assert Settings.from_env({"OTEL_TOOLSCORE_TRACE_TIMEOUT_S": "soon"}) == DEFAULTS
+    assert any("OTEL_TOOLSCORE_TRACE_TIMEOUT_S='soon' is ignored" in m for m in _warnings(caplog))
+
+
+def test_the_seconds_keyword_still_works_with_a_deprecation_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="trace_timeout_s.*trace_timeout_ms"):
+        assert Settings.from_env({}, trace_timeout_s=2.5).trace_timeout_ms == 2500
+    with pytest.warns(DeprecationWarning):
+        assert ToolScoreSpanProcessor(None, trace_timeout_s=1).settings.trace_timeout_ms == 1000
+    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="trace_timeout_s"):
+        Settings.from_env({}, trace_timeout_s="soon")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Settings.from_env({}, trace_timeout_ms=700).trace_timeout_ms == 700
+
+
+def test_processor_starts_whatever_the_environment_says(monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("OTEL_TOOLSCORE_MAX_PENDING_TRACES", "0")
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_MAX_PENDING_TRACES"):
-        ToolScoreSpanProcessor(None)
+    monkeypatch.setenv("OTEL_TOOLSCORE_EVENTS", "yes")
+    monkeypatch.setenv("OTEL_TOOLSCORE_MAX_PENDING_TRACE", "5")
+    processor = ToolScoreSpanProcessor(None)
+    try:
+        assert processor.settings == DEFAULTS
+        assert {k for k in ("OTEL_TOOLSCORE_MAX_PENDING_TRACES", "OTEL_TOOLSCORE_EVENTS", "OTEL_TOOLSCORE_MAX_PENDING_TRACE")
+                if any(k in m for m in _warnings(caplog))} == {"OTEL_TOOLSCORE_MAX_PENDING_TRACES", "OTEL_TOOLSCORE_EVENTS",
+                                                              "OTEL_TOOLSCORE_MAX_PENDING_TRACE"}
+    finally:
+        processor.shutdown()
 
 
 @pytest.mark.parametrize(
     ("overrides", "key"),
     [
         ({"max_pending_traces": 0}, "max_pending_traces"),
-        ({"trace_timeout_s": -1}, "trace_timeout_s"),
+        ({"trace_timeout_ms": -1}, "trace_timeout_ms"),
         ({"root_grace_ms": "long"}, "root_grace_ms"),
         ({"max_pending_trace": 5}, "max_pending_trace"),
+        ({"events": "maybe"}, "events"),
     ],
 )
-def test_constructor_overrides_are_checked_the_same_way(overrides: dict[str, Any], key: str) -> None:
+def test_constructor_overrides_fail_fast(overrides: dict[str, Any], key: str) -> None:
     with pytest.raises(ConfigError) as info:
         ToolScoreSpanProcessor(None, **overrides)
     assert key in _one_line(info.value)
@@ -113,12 +182,12 @@ def test_valid_values_are_accepted() -> None:
         {
             "OTEL_TOOLSCORE_MAX_PENDING_TRACES": " 50 ",
             "OTEL_TOOLSCORE_EVENTS": "false",
-            "OTEL_TOOLSCORE_TRACE_TIMEOUT_S": "2.5",
+            "OTEL_TOOLSCORE_TRACE_TIMEOUT_MS": "2500",
             "OTEL_TOOLSCORE_EXPECTED_TOOL_ORDER": "a, b,c",
             "OTHER_VARIABLE": "ignored",
         }
     )
-    assert s.max_pending_traces == 50 and s.events is False and s.trace_timeout_s == 2.5
+    assert s.max_pending_traces == 50 and s.events is False and s.trace_timeout_ms == 2500
     assert s.expected_tool_order == ("a", "b", "c")
 
 
@@ -138,10 +207,21 @@ def test_unreadable_rules_file_names_the_file(tmp_path: Path) -> None:
     assert str(path) in _one_line(info.value)
 
 
-def test_rules_from_environment_fail_at_processor_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rules_file_from_the_environment_that_cannot_be_read_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("OTEL_TOOLSCORE_RULES", str(tmp_path / "missing.toml"))
+    monkeypatch.setenv("OTEL_TOOLSCORE_EXPECTED_TOOL", "get_weather")  # the default expectation still applies
+    processor = ToolScoreSpanProcessor(None)
+    try:
+        assert processor.rules == [] and processor.default_expectation is not None
+        (message,) = _warnings(caplog)
+        assert "OTEL_TOOLSCORE_RULES" in message and "missing.toml" in message
+    finally:
+        processor.shutdown()
+    # Given in code, the same file fails at once.
     with pytest.raises(RulesError, match=r"missing\.toml"):
-        ToolScoreSpanProcessor(None)
+        ToolScoreSpanProcessor(None, expectations=str(tmp_path / "missing.toml"))
 
 
 @pytest.mark.parametrize(
@@ -183,13 +263,22 @@ _text = st.text(alphabet=string.printable, max_size=40)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(env=st.dictionaries(st.sampled_from([*_KEYS, "OTEL_TOOLSCORE_X", "OTEL_TOOLSCORE_"]), _text, max_size=5))
-def test_settings_from_any_environment_parse_or_raise_config_error(env: dict[str, str]) -> None:
+@given(env=st.dictionaries(st.sampled_from([*_KEYS, "OTEL_TOOLSCORE_X", "OTEL_TOOLSCORE_", "OTEL_TOOLSCORE_TRACE_TIMEOUT_S"]),
+                           _text, max_size=5))
+def test_settings_from_any_environment_never_raise(env: dict[str, str]) -> None:
+    logger = logging.getLogger("otel_toolscore.config")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
     try:
-        Settings.from_env(env)
-    except ConfigError as exc:
-        message = _one_line(exc)
-        assert any(k in message for k in env), message  # the message names one of the keys given
+        s = Settings.from_env(env)
+    finally:
+        logger.removeHandler(handler)
+    assert isinstance(s, Settings)
+    for record in records:
+        message = record.getMessage()
+        assert "\n" not in message and any(k in message for k in env), message  # each warning names a key given
 
 
 _scalar = st.one_of(st.none(), st.booleans(), st.integers(-10, 10), st.floats(allow_nan=False), _text)

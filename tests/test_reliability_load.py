@@ -122,7 +122,7 @@ def _expected(indices: list[int]) -> Counter[str]:
 
 
 def test_threads_and_tasks_balance_with_evictions_by_timeout() -> None:
-    rig = Rig(trace_timeout_s=8.0)  # long enough that no run of the load itself times out
+    rig = Rig(trace_timeout_ms=8000)  # long enough that no run of the load itself times out
     abandoned = [
         rig.tracer.start_span("invoke_agent weather_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
         for _ in range(7)
@@ -163,7 +163,7 @@ def test_threads_and_tasks_balance_with_evictions_by_timeout() -> None:
     assert len(scored_roots) == expected["scored"]
     assert sum(p.count for p in rig.points("gen_ai.evaluation.score")) == expected["scored"]
     assert rig.processor.pending_traces == 0
-    assert sum(int(p.value) for p in rig.points("toolscore.pending_traces")) == 0
+    assert sum(int(p.value) for p in rig.points("toolscore.trace.pending")) == 0
     for s in abandoned:
         s.end()  # late: counted, not scored a second time
     assert rig.processor.force_flush(5_000)
@@ -193,7 +193,7 @@ def test_balance_holds_when_the_pending_limit_evicts_under_load() -> None:
     assert set(runs) <= set(OUTCOMES)
     assert sum(runs.values()) == threads * per_thread
     assert rig.processor.pending_traces == 0
-    assert sum(int(p.value) for p in rig.points("toolscore.pending_traces")) == 0
+    assert sum(int(p.value) for p in rig.points("toolscore.trace.pending")) == 0
     dropped = rig.by("toolscore.dropped", "toolscore.reason")
     assert runs["evicted"] <= dropped["pending_traces_limit"]
     rig.provider.shutdown()

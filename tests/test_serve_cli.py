@@ -49,7 +49,7 @@ def test_serve_flags_debug_lines_and_summary(tmp_path: Path) -> None:
             [sys.executable, "-c", "import sys; from otel_toolscore.cli import main; sys.exit(main())", "serve",
              "--grpc-port", "0", "--http-port", "0", "--quiet-period-ms", "100",
              "--expected-order", "getWeather,convertTemperature", "--strict",
-             "--log-level", "DEBUG", "--summary-interval-s", "0.5"],
+             "--log-level", "DEBUG", "--summary-interval-ms", "500"],
             stdout=subprocess.PIPE, stderr=err, text=True, env=env,
         )
     try:
@@ -80,7 +80,7 @@ def test_serve_flags_debug_lines_and_summary(tmp_path: Path) -> None:
 
 def test_serve_order_flags_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["serve", "--expected-order", " , "], ["serve", "--expected-tool", "a", "--expected-order", "a,b"],
-                 ["serve", "--summary-interval-s", "0"]):
+                 ["serve", "--summary-interval-ms", "0"]):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 2, argv

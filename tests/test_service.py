@@ -321,7 +321,7 @@ def _send(svc: Running, spans: list[ReadableSpan]) -> None:
 
 
 def test_a_trace_waits_for_its_root() -> None:
-    running = start_service(quiet_period_ms=50, hard_timeout_s=30)
+    running = start_service(quiet_period_ms=50, hard_timeout_ms=30_000)
     try:
         spans = recorded_spans()
         first = [s for s in spans if s.context.trace_id == spans[0].context.trace_id]
@@ -356,7 +356,7 @@ def _with_parent(span: ReadableSpan, parent_span_id: int) -> ReadableSpan:
 
 
 def test_quiet_period_and_hard_timeout() -> None:
-    running = start_service(quiet_period_ms=200, hard_timeout_s=1.0)
+    running = start_service(quiet_period_ms=200, hard_timeout_ms=1000)
     try:
         tp = TracerProvider()
         mem = InMemorySpanExporter()
@@ -394,7 +394,7 @@ def test_quiet_period_and_hard_timeout() -> None:
 
 # -- overload: retryable refusals, bounded buffer, every refusal counted -----------------------------------
 def test_overload_is_refused_with_retry_information() -> None:
-    running = start_service(quiet_period_ms=60_000, hard_timeout_s=120, max_pending_spans=8, retry_after_s=3)
+    running = start_service(quiet_period_ms=60_000, hard_timeout_ms=120_000, max_pending_spans=8, retry_after_ms=3000)
     try:
         spans = recorded_spans()
         by_trace: dict[int, list[ReadableSpan]] = {}
@@ -442,7 +442,7 @@ def test_overload_is_refused_with_retry_information() -> None:
 
 def test_the_sdk_exporter_retries_after_overload() -> None:
     """A real OTLP/gRPC exporter that gets RESOURCE_EXHAUSTED keeps the batch and succeeds later."""
-    running = start_service(quiet_period_ms=50, max_pending_spans=4, retry_after_s=1)
+    running = start_service(quiet_period_ms=50, max_pending_spans=4, retry_after_ms=1000)
     try:
         spans = recorded_spans()
         first = [s for s in spans if s.context.trace_id == spans[0].context.trace_id]
@@ -500,7 +500,7 @@ def test_exports_scores_metrics_and_forwarded_spans_over_otlp() -> None:
 
 
 # -- settings -----------------------------------------------------------------------------------------------
-def test_settings_precedence_and_unknown_keys(tmp_path: Path) -> None:
+def test_settings_precedence_and_unknown_keys(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     cfg = tmp_path / "serve.yaml"
     cfg.write_text("service:\n  grpc_port: 5000\n  http_port: 5001\n  quiet_period_ms: 250\nscoring:\n  max_pending_traces: 77\n  expected_tool: x\n")
     env = {"OTEL_TOOLSCORE_SERVICE_HTTP_PORT": "6001", "OTEL_TOOLSCORE_EXPECTED_TOOL": "from_env"}
@@ -508,12 +508,27 @@ def test_settings_precedence_and_unknown_keys(tmp_path: Path) -> None:
     assert (c.service.grpc_port, c.service.http_port, c.service.quiet_period_ms) == (5000, 6001, 10)
     assert c.scoring.max_pending_traces == 77 and c.scoring.expected_tool == "from_env"
     assert c.service.host == "127.0.0.1"
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_SERVICE_QUIET_PERIOD"):
-        load_config(environ={"OTEL_TOOLSCORE_SERVICE_QUIET_PERIOD": "5"})
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_SERVICE_GRPC_PORT"):
-        load_config(environ={"OTEL_TOOLSCORE_SERVICE_GRPC_PORT": "seventy"})
-    with pytest.raises(ConfigError, match="OTEL_TOOLSCORE_MAX_PENDING"):
-        load_config(environ={"OTEL_TOOLSCORE_MAX_PENDING": "5"})
+    # From the environment: warned about (naming the variable) and ignored.
+    defaults = load_config(environ={})
+    for key, value in (("OTEL_TOOLSCORE_SERVICE_QUIET_PERIOD", "5"), ("OTEL_TOOLSCORE_SERVICE_GRPC_PORT", "seventy"),
+                       ("OTEL_TOOLSCORE_MAX_PENDING", "5"), ("OTEL_TOOLSCORE_SERVICE_FORWARD", "yes")):
+        caplog.clear()
+        assert load_config(environ={key: value}) == defaults
+        assert key in caplog.text and "ignored" in caplog.text
+    # Seconds names, in every source, still work (deprecated).
+    caplog.clear()
+    assert load_config(environ={"OTEL_TOOLSCORE_SERVICE_HARD_TIMEOUT_S": "2.5"}).service.hard_timeout_ms == 2500
+    assert "OTEL_TOOLSCORE_SERVICE_HARD_TIMEOUT_S is deprecated" in caplog.text
+    with pytest.warns(DeprecationWarning):
+        assert load_config(environ={}, service_overrides={"drain_timeout_s": 4}).service.drain_timeout_ms == 4000
+    old = tmp_path / "old.yaml"
+    old.write_text("service:\n  retry_after_s: 3\nscoring:\n  trace_timeout_s: 60\n")
+    with pytest.warns(DeprecationWarning):
+        c = load_config(config_file=old, environ={})
+    assert (c.service.retry_after_ms, c.service.retry_after_header, c.scoring.trace_timeout_ms) == (3000, "3", 60_000)
+    # Explicit: a flag or a config-file key fails at once.
+    with pytest.raises(ConfigError, match="--grpc-port"):
+        load_config(environ={}, service_overrides={"grpc_port": "seventy"})
     bad = tmp_path / "bad.toml"
     bad.write_text("[service]\nhostname = 'x'\n")
     with pytest.raises(ConfigError, match="hostname"):
@@ -560,14 +575,18 @@ def test_serve_command_drains_on_sigterm(tmp_path: Path) -> None:
         assert any("toolscore.code.score" in s["attributes"] for s in backend.spans())
 
 
-def test_serve_command_rejects_unknown_service_variables() -> None:
+def test_serve_command_warns_about_unknown_service_variables_and_starts() -> None:
+    from tests.support.serve_cli import serve_until_listening
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["OTEL_TOOLSCORE_SERVICE_QUIET_MS"] = "5"
-    proc = subprocess.run(
-        [*CLI, "serve"], env=env, capture_output=True, text=True, timeout=30
-    )
-    assert proc.returncode == 2
-    assert "OTEL_TOOLSCORE_SERVICE_QUIET_MS" in proc.stderr
+    code, err = serve_until_listening("--grpc-port", "0", "--http-port", "0", "--no-export", env=env)
+    assert code == 0
+    assert "OTEL_TOOLSCORE_SERVICE_QUIET_MS is not one of the service settings" in err
+    assert "OTEL_TOOLSCORE_SERVICE_QUIET_PERIOD_MS" in err  # the name meant
+    # A misspelt flag is refused.
+    refused = subprocess.run([*CLI, "serve", "--quiet-ms", "5"], env=env, capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 2 and "--quiet-ms" in refused.stderr
 
 
 def test_gzip_grpc_and_partial_success(svc: Running) -> None:
@@ -643,7 +662,7 @@ def test_every_service_setting_has_a_flag() -> None:
 def test_log_drops_are_counted_and_otlp_json_logs_accepted() -> None:
     """Log events whose spans never come are dropped at the hard timeout (counted), and events of a
     trace already scored are late (counted); OTLP/JSON log bodies with hex ids are read."""
-    running = start_service(quiet_period_ms=50, hard_timeout_s=0.5)
+    running = start_service(quiet_period_ms=50, hard_timeout_ms=500)
     try:
         choice = {
             "resourceLogs": [{

@@ -90,7 +90,7 @@ def test_rotel_carries_log_events_into_the_runs(tmp_path: Path) -> None:
 
 def test_rotel_retries_when_the_service_refuses(tmp_path: Path) -> None:
     """The service refuses while its buffer is full; rotel keeps the batch, retries, and nothing is lost."""
-    running = start_service(quiet_period_ms=400, max_pending_spans=3, retry_after_s=1)
+    running = start_service(quiet_period_ms=400, max_pending_spans=3, retry_after_ms=1000)
     try:
         with rotel(
             tmp_path,

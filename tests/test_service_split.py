@@ -76,13 +76,13 @@ def scores(instances: Sequence[Running]) -> dict[str, tuple[object, ...]]:
 
 def test_split_by_trace_id_scores_like_one_instance() -> None:
     batches = stream()
-    single = [start_service(quiet_period_ms=100, hard_timeout_s=2)]
+    single = [start_service(quiet_period_ms=100, hard_timeout_ms=2000)]
     send(batches, single, lambda s: 0)
     expected = scores(single)
     assert len(expected) == 60
     assert {s[2] for s in expected.values()} >= {"scored"}
 
-    replicas = [start_service(quiet_period_ms=100, hard_timeout_s=2) for _ in range(REPLICAS)]
+    replicas = [start_service(quiet_period_ms=100, hard_timeout_ms=2000) for _ in range(REPLICAS)]
     send(batches, replicas, by_trace_id)
     merged = scores(replicas)
     assert all(len(r.scored) >= 10 for r in replicas), "every replica scored a share of the traces"
@@ -92,9 +92,9 @@ def test_split_by_trace_id_scores_like_one_instance() -> None:
 def test_split_by_span_scores_differently() -> None:
     """The control: without trace-id routing, runs lose their tool calls to other replicas."""
     batches = stream()
-    single = [start_service(quiet_period_ms=100, hard_timeout_s=2)]
+    single = [start_service(quiet_period_ms=100, hard_timeout_ms=2000)]
     send(batches, single, lambda s: 0)
     expected = scores(single)
-    replicas = [start_service(quiet_period_ms=100, hard_timeout_s=1) for _ in range(REPLICAS)]
+    replicas = [start_service(quiet_period_ms=100, hard_timeout_ms=1000) for _ in range(REPLICAS)]
     send(batches, replicas, by_span_id)
     assert scores(replicas) != expected

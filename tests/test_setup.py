@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -63,50 +62,58 @@ def test_configure_without_export_builds_working_providers() -> None:
     assert root.attributes["toolscore.code.label"] == "pass"
 
 
-def test_zero_code_under_opentelemetry_instrument(tmp_path: Path) -> None:
+_APP = """
+from opentelemetry import trace
+from otel_toolscore.scripted import run_scripted_agent
+run_scripted_agent(trace.get_tracer("app"), "weather_agent", "q", ["get_weather"])
+"""
+
+
+def _instrumented(tmp_path: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    """A scripted agent run under the real ``opentelemetry-instrument``, console exporters, ``variables`` added."""
     app = tmp_path / "app.py"
-    app.write_text(
-        textwrap.dedent(
-            """
-            from opentelemetry import trace
-            from otel_toolscore.scripted import run_scripted_agent
-            run_scripted_agent(trace.get_tracer("app"), "weather_agent", "q", ["get_weather"])
-            """
-        )
-    )
+    app.write_text(_APP)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
-    env.update(
-        OTEL_TOOLSCORE_EXPECTED_TOOL="get_weather",
-        OTEL_TRACES_EXPORTER="console",
-        OTEL_METRICS_EXPORTER="none",
-        OTEL_LOGS_EXPORTER="console",
-        OTEL_SERVICE_NAME="zero-code-test",
-    )
+    env.update(OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="console",
+               OTEL_SERVICE_NAME="zero-code-test", **variables)
     bindir = Path(sys.executable).parent
-    out = subprocess.run(
-        [str(bindir / "opentelemetry-instrument"), sys.executable, str(app)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    out = subprocess.run([str(bindir / "opentelemetry-instrument"), sys.executable, str(app)],
+                         env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    text = out.stdout
+    return out
+
+
+def test_zero_code_under_opentelemetry_instrument(tmp_path: Path) -> None:
+    text = _instrumented(tmp_path, OTEL_TOOLSCORE_EXPECTED_TOOL="get_weather").stdout
     assert '"toolscore.code.score": 1.0' in text
     assert '"gen_ai.evaluation.name": "tool_call_accuracy"' in text
-    # Turned off by its switch.
-    env["OTEL_TOOLSCORE_ENABLED"] = "false"
-    out = subprocess.run(
-        [str(bindir / "opentelemetry-instrument"), sys.executable, str(app)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "toolscore.code.score" not in out.stdout
+    # Turned off by its switch (any case).
+    for off in ("false", "FALSE"):
+        out = _instrumented(tmp_path, OTEL_TOOLSCORE_EXPECTED_TOOL="get_weather", OTEL_TOOLSCORE_ENABLED=off)
+        assert "toolscore.code.score" not in out.stdout
+
+
+def test_zero_code_typos_never_turn_scoring_off(tmp_path: Path) -> None:
+    """Under the real ``opentelemetry-instrument`` hook, bad and misspelt variables are warned about on
+    stderr, each naming its variable, and the run is still scored (issue 14)."""
+    typos = {
+        "OTEL_TOOLSCORE_MAX_PENDING_TRACES": "lots",  # not a number
+        "OTEL_TOOLSCORE_MAX_CALLS_PER_RUN": "0",  # out of range
+        "OTEL_TOOLSCORE_EVENTS": "yes",  # not a boolean: only true/false
+        "OTEL_TOOLSCORE_SPAN_ATRIBUTES": "true",  # misspelt name
+        "OTEL_TOOLSCORE_TRACE_TIMEOUT_MS": "5min",  # durations are integer milliseconds
+        "OTEL_TOOLSCORE_RULES": str(tmp_path / "no-such-rules.yaml"),  # a file that is not there
+        "OTEL_TOOLSCORE_JUDGE_RATOI": "0.5",  # misspelt judge variable
+        "OTEL_TOOLSCORE_ENABLED": "ture",  # not a boolean: the hook stays on
+    }
+    out = _instrumented(tmp_path, OTEL_TOOLSCORE_EXPECTED_TOOL="get_weather", **typos)
+    assert '"toolscore.code.score": 1.0' in out.stdout  # scored, with the default expectation
+    assert '"gen_ai.evaluation.name": "tool_call_accuracy"' in out.stdout  # events stay on (default)
+    assert "Traceback" not in out.stderr and "could not be installed" not in out.stderr
+    warned = [line for line in out.stderr.splitlines() if line.startswith("otel-toolscore:")]
+    for key in typos:
+        assert any(key in line for line in warned), (key, out.stderr)
+    assert any("did you mean OTEL_TOOLSCORE_SPAN_ATTRIBUTES?" in line for line in warned)
 
 
 def test_three_variables_enable_the_judge_in_configure(monkeypatch: Any) -> None:

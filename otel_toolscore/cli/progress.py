@@ -18,8 +18,8 @@ DEFAULT_DELAY_S = 2.0
 
 def add_progress_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar on stderr")
-    # Seconds a phase must last before its bar shows (tests set 0).
-    parser.add_argument("--progress-delay", type=float, default=DEFAULT_DELAY_S, help=argparse.SUPPRESS)
+    # Milliseconds a phase must last before its bar shows (tests set 0).
+    parser.add_argument("--progress-delay-ms", type=int, default=int(DEFAULT_DELAY_S * 1000), help=argparse.SUPPRESS)
 
 
 class Progress:
@@ -41,7 +41,8 @@ class Progress:
     def from_args(cls, args: argparse.Namespace, stream: TextIO | None = None) -> Progress:
         out = stream or sys.stderr
         enabled = not getattr(args, "quiet", False) and out.isatty()
-        return cls(enabled, delay=getattr(args, "progress_delay", DEFAULT_DELAY_S), stream=out)
+        delay_ms = getattr(args, "progress_delay_ms", None)
+        return cls(enabled, delay=DEFAULT_DELAY_S if delay_ms is None else delay_ms / 1000, stream=out)
 
     def _open(self, **kwargs: Any) -> None:
         from tqdm import tqdm

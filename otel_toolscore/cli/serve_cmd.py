@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from .arguments import bounded_float, tool_order
+from .arguments import positive_int, tool_order
 
 __all__ = ["add_parser", "run"]
 
@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0: any free port)")
     g.add_argument("--http-port", type=int, help="OTLP/HTTP port, also /healthz and /readyz (default 4318)")
     g.add_argument("--quiet-period-ms", type=int, help="wait this long without new spans before scoring a complete trace")
-    g.add_argument("--hard-timeout-s", type=float, help="score a trace as it is this long after its first span")
+    g.add_argument("--hard-timeout-ms", type=int, help="score a trace as it is this long after its first span")
     g.add_argument("--max-pending-spans", type=int, help="spans buffered before requests are refused (retryable)")
     g.add_argument("--max-pending-bytes", type=int, help="estimated bytes buffered before requests are refused")
     g.add_argument("--max-request-bytes", type=int, help="largest request body accepted")
@@ -45,15 +45,20 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--export", action=argparse.BooleanOptionalAction, default=None,
                    help="export scores, metrics (and forwarded spans) over OTLP (default on when an endpoint is set)")
     g.add_argument("--export-endpoint", help="OTLP endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
-    g.add_argument("--export-protocol", choices=("grpc", "http/protobuf"), help="export protocol (default grpc)")
-    g.add_argument("--drain-timeout-s", type=float, help="longest drain on SIGTERM")
-    g.add_argument("--retry-after-s", type=int, help="retry delay advertised when refusing under overload")
+    g.add_argument("--export-protocol", choices=("grpc", "http/protobuf"),
+                   help="export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+    g.add_argument("--drain-timeout-ms", type=int, help="longest drain on SIGTERM")
+    g.add_argument("--retry-after-ms", type=int, help="retry delay advertised when refusing under overload")
     g.add_argument("--metric-export-interval-ms", type=int, help="metric export period")
     g.add_argument("--recent-traces", type=int, help="completed trace ids remembered to recognise late spans")
-    g.add_argument("--http-read-timeout-s", type=float, help="longest time to receive one OTLP/HTTP request (default 10)")
-    g.add_argument("--http-idle-timeout-s", type=float, help="close kept-alive OTLP/HTTP connections idle this long (default 30)")
+    g.add_argument("--http-read-timeout-ms", type=int, help="longest time to receive one OTLP/HTTP request (default 10000)")
+    g.add_argument("--http-idle-timeout-ms", type=int,
+                   help="close kept-alive OTLP/HTTP connections idle this long (default 30000)")
     g.add_argument("--http-max-connections", type=int, help="open OTLP/HTTP connections at once (default 1024)")
     g.add_argument("--forward-queue-spans", type=int, help="--forward: spans waiting for export at once (default 16384)")
+    # The seconds flags these replaced: still accepted, with a deprecation line on stderr.
+    for old in _DEPRECATED_SECONDS_FLAGS:
+        g.add_argument(f"--{old.replace('_', '-')}", type=float, help=argparse.SUPPRESS)
     s = p.add_argument_group("scoring")
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
     which = s.add_mutually_exclusive_group()
@@ -62,22 +67,24 @@ def add_parser(sub: Any) -> None:
                        help="default expected tool order (comma-separated) for runs no rule matches")
     s.add_argument("--strict", action="store_true", default=None,
                    help="strict mode for the default expectation (exactly that tool / exactly that order)")
+    s.add_argument("--sinks", help="score sinks, comma-separated: phoenix, langfuse (default: OTEL_TOOLSCORE_SINKS)")
     s.add_argument("--log-level", default="INFO",
                    help="Python log level of the service (default INFO; DEBUG logs one line per scored run)")
-    s.add_argument("--summary-interval-s", type=bounded_float(positive=True, what="seconds"), default=60.0, metavar="SECONDS",
-                   help="with no export endpoint, log a summary of the scores at INFO this often (default 60)")
+    s.add_argument("--summary-interval-ms", type=positive_int, default=60_000, metavar="MS",
+                   help="with no export endpoint, log a summary of the scores at INFO this often (default 60000)")
     p.set_defaults(func=run)
 
 
+_DEPRECATED_SECONDS_FLAGS = ("hard_timeout_s", "drain_timeout_s", "retry_after_s", "http_read_timeout_s", "http_idle_timeout_s")
 _SERVICE_FLAGS = (
-    "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_s", "max_pending_spans", "max_pending_bytes",
-    "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_s",
-    "retry_after_s", "metric_export_interval_ms", "recent_traces", "http_read_timeout_s", "http_idle_timeout_s",
-    "http_max_connections", "forward_queue_spans",
+    "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_ms", "max_pending_spans", "max_pending_bytes",
+    "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_ms",
+    "retry_after_ms", "metric_export_interval_ms", "recent_traces", "http_read_timeout_ms", "http_idle_timeout_ms",
+    "http_max_connections", "forward_queue_spans", *_DEPRECATED_SECONDS_FLAGS,
 )
 # flag (argparse dest) -> scoring setting
 _SCORING_FLAGS = {"rules": "rules", "expected_tool": "expected_tool", "expected_order": "expected_tool_order",
-                  "strict": "strict_mode"}
+                  "strict": "strict_mode", "sinks": "sinks"}
 _log = logging.getLogger("otel_toolscore.serve")
 
 
@@ -148,9 +155,14 @@ def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..online.setup import otlp_endpoint_configured
     from ..service import ScoringService, load_config
+    from ..sinks.settings import resolve_sinks
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for old in _DEPRECATED_SECONDS_FLAGS:
+        if getattr(args, old) is not None:
+            flag = old.replace("_", "-")
+            print(f"otel-toolscore serve: --{flag} is deprecated; use --{flag[:-2]}-ms (milliseconds)", file=sys.stderr)
     try:
         config = load_config(
             config_file=args.config,
@@ -158,8 +170,11 @@ def run(args: argparse.Namespace) -> int:
             scoring_overrides={setting: getattr(args, flag) for flag, setting in _SCORING_FLAGS.items()},
         )
         _check_bindable(config.service.host)
+        # Sinks named on the command line fail here (a missing package, no credentials); those from
+        # the environment or the config file are a warning each, as the processor reads them.
+        sinks = resolve_sinks(config.scoring.sinks, strict=True) if args.sinks is not None else None
         run_log = RunLog()
-        service = ScoringService(config, judge_from_environment=True, on_scored=run_log)
+        service = ScoringService(config, judge_from_environment=True, sinks=sinks, on_scored=run_log)
     except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)
         return 2
@@ -182,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
                       "http_port": service.http_port, "forward": svc.forward}), flush=True)
     # With nowhere to export to, the log is the only place the scores show: a summary every interval.
     exporting = config.service.export and (bool(config.service.export_endpoint) or otlp_endpoint_configured())
-    interval = float(args.summary_interval_s)
+    interval = args.summary_interval_ms / 1000
     next_summary = time.monotonic() + interval
     while not stop.wait(min(0.5, interval)):
         if not exporting and time.monotonic() >= next_summary:

@@ -12,6 +12,8 @@ Public API (the online processor and the service depend on these names):
 * :func:`assemble_runs` — the facts of one trace → runs (nesting, de-duplication, ordering).
 * :func:`extract_runs` / :func:`extract_runs_with_report` — files, bytes, export requests or live
   spans → runs (+ :class:`ExtractionReport`). Malformed input never raises.
+* :func:`iter_runs` — the same, streaming: runs yielded as traces complete, memory bounded by the
+  traces open at once (files of any size).
 * :class:`ExtractOptions` — limits (``max_chars``), ``capture_content``, framework-call names.
 
 Precedence when a span matches several conventions: the readers run in this order and each fills
@@ -32,8 +34,11 @@ The span's role is the first one a reader names (``gen_ai.operation.name`` value
 know leave it to the framework readers); ``execute_tool (merged)`` is never a call. For the run,
 facts of the run's root span win over facts of its model spans (the first model span for the user's
 request, the last one for the final answer). Framework tags (``strands``, ``openai-agents``,
-``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only. The run
-rules (nesting, wrappers, de-duplication, errors) are in :mod:`.assemble`.
+``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only, and select
+the framework-specific parsers of :mod:`.frameworks` (smolagents, LlamaIndex, CrewAI under
+OpenInference). The run rules (nesting, wrappers, de-duplication, errors) are in :mod:`.assemble`;
+runs and calls a framework records without an agent or tool span (CrewAI coworkers, LlamaIndex
+handoffs, Mastra workflow steps, smolagents' managed agents) in :mod:`.implicit_runs`.
 
 What is parsed where: :func:`read_span` (hot path) reads scalar attributes only; JSON message
 attributes, flattened ``llm.*`` keys, tool definitions, arguments and results are parsed once per run
@@ -55,7 +60,7 @@ from .records import (
     record_from_readable,
     span_records_from_proto,
 )
-from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report
+from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report, iter_runs
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -69,6 +74,7 @@ __all__ = [
     "classify_start",
     "extract_runs",
     "extract_runs_with_report",
+    "iter_runs",
     "log_view_from_sdk",
     "log_views_from_proto",
     "read_log",

@@ -10,6 +10,11 @@ Rules (issue 3, ``spec/scorers.md``), each grounded in a recorded corpus (``test
   twice (OpenLLMetry's ``invoke_agent X`` → ``X.workflow``; ADK under OpenInference); an agent span that
   encloses other agents and has no name or no model/tool call of its own is a wrapper
   (openai-agents' ``Agent workflow``, Strands' swarm, an OpenLLMetry workflow).
+* **Runs and calls without their usual span** (:mod:`.implicit_runs`): a tool span that runs a
+  coworker agent inside it is also that agent's run (CrewAI); a run whose workflow steps name
+  different agents is cut into one run per agent (LlamaIndex handoffs); workflow steps are calls
+  only inside a workflow an agent ran as a tool (Mastra); a requested call answered by a nested run
+  takes that run's status (smolagents' managed agents).
 * **Membership.** Each fact belongs to the nearest enclosing run; nested runs get ``parent_run_id``.
   An agent span left empty whose sibling task span carries its name adopts that task's subtree
   (OpenLLMetry + LangGraph subgraphs). Handed-off-to agents become children of the agent that
@@ -20,10 +25,11 @@ Rules (issue 3, ``spec/scorers.md``), each grounded in a recorded corpus (``test
   run reported requested calls. A model call that recorded its input but no output gets, as its
   requested calls, the calls that first appear in the next model call's input.
 * **One call, seen twice.** A requested and an executed call are one call when their ids match; the
-  remaining ones are paired by name and order within the run. Calls keep the model's order within
-  one output (parallel tool spans start in any order); requested calls without a tool span still count,
-  right after the call before them in the same output. A call the same span was given as input is
-  history, never a new call.
+  remaining ones are paired by name and order within the run (among calls of one name, the span
+  that ran the requested arguments first). Calls keep the model's order within one output (parallel
+  tool spans start in any order); requested calls without a tool span still count, right after the
+  call before them in the same output. A call the same span was given as input is history, never a
+  new call.
 * **Errors.** A requested-only call is ``status="error"`` when its result (read from a later model
   call's input) is an error report (``AI_NoSuchToolError: …``, ``Tool 'x' not found``, an
   ``error-text`` output), when a span's error status names it as not found, or when the run's tool
@@ -43,20 +49,18 @@ from ..model import AgentRun, ToolCall, ToolDefinition
 from .content import requested_calls
 from .facts import DEFAULT_OPTIONS, ExtractOptions, Requested, SpanFacts
 from .handoffs import reparent_handoffs
+from .implicit_runs import (
+    RunFacts,
+    answer_calls_from_nested_runs,
+    hosted_root,
+    hosting_tools,
+    settle_workflow_steps,
+    split_by_step_agent,
+    step_agent,
+)
 from .values import RawCall
 
 __all__ = ["assemble_runs"]
-
-class _Run:
-    __slots__ = ("agent_facts", "llm_spans", "other_facts", "root", "tool_facts")
-
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.agent_facts: list[SpanFacts] = []
-        self.tool_facts: list[SpanFacts] = []
-        self.llm_spans: dict[str, list[SpanFacts]] = {}
-        self.other_facts: list[SpanFacts] = []
-
 
 def assemble_runs(
     facts: Iterable[SpanFacts],
@@ -100,6 +104,7 @@ def assemble_runs(
         return "llm"
 
     role_by_span = {s: _role(fs) for s, fs in by_span.items()}  # asked many times per span below
+    settle_workflow_steps(by_span, role_by_span, parent_of)
 
     def role_of(span_id: str) -> str:
         return role_by_span.get(span_id, "")
@@ -167,6 +172,10 @@ def assemble_runs(
         if r in enclosing_roots and (explicit_name(r) is None or (workflow and r not in owners)):
             drop.add(r)
     roots -= drop
+    # tool spans that host a run with no agent span (CrewAI's coworker tools): calls and roots at once
+    hosts = hosting_tools(by_span, role_by_span, parent_of)
+    roots |= hosts
+    chain_memo.pop(id(roots), None)  # walks memoised against the set before it changed
     # OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X`` span stays empty and its work sits in
     # the sibling task span ``X`` (same parent); that task's subtree belongs to the agent's run.
     adopted: dict[str, str] = {}
@@ -217,10 +226,13 @@ def assemble_runs(
         parent = parent_of(span_id)
         return parent if parent is not None and role_of(span_id) == "llm" and role_of(parent) == "llm" else span_id
 
-    runs: dict[str, _Run] = {r: _Run(r) for r in roots}
+    runs: dict[str, RunFacts] = {r: RunFacts(r) for r in roots}
     orphans: dict[str, list[tuple[str, list[SpanFacts]]]] = {}
     for span_id, fs in by_span.items():
-        root, top = enclosing(span_id, include_self=True)
+        host = hosted_root(fs, by_span, parent_of) if span_id in hosts else None
+        if host is not None:
+            runs[span_id].agent_facts.append(host)  # the hosted run's root; the span is a call outside it
+        root, top = enclosing(span_id, include_self=host is None)
         if root is None:
             orphans.setdefault(top, []).append((span_id, fs))
             continue
@@ -230,7 +242,7 @@ def assemble_runs(
         has_calls = "tool" in roles or any(f.requested or f.requested_fallback for _, fs in groups for f in fs)
         if not (has_calls or (not roots and "llm" in roles)):
             continue
-        run = runs.setdefault(top, _Run(top))
+        run = runs.setdefault(top, RunFacts(top))
         for span_id, fs in groups:
             _place(run, span_id, fs, role_of(span_id), group=llm_group(span_id))
 
@@ -243,20 +255,26 @@ def assemble_runs(
                 handoffs.append((src, f.handoff_from, f.handoff_to, f.start_time_unix_nano))
     spans_of = {r: (min((f.start_time_unix_nano for f in run.agent_facts), default=0),
                     max((f.end_time_unix_nano for f in run.agent_facts), default=0)) for r, run in runs.items()}
-    for root_id, run in runs.items():
+    for root_id, whole in runs.items():
         parent_root, top = enclosing(root_id, include_self=False) if root_id in roots else (None, "")
-        agent_run = _build(run, parent_root, opts)
-        if parent_root is None and top != root_id and top in by_span and top not in runs:
-            # A wrapper that is no run (Strands' invoke_swarm) holds the user's own words; the agent
-            # inside only sees a framework-built prompt ("Context: … User Request: …").
-            wrapper_query = _first(f.user_query for f in by_span[top])
-            if wrapper_query and opts.capture_content:
-                agent_run.user_query = wrapper_query
-        start = min((f.start_time_unix_nano for f in run.agent_facts), default=0) or _first_start(run)
-        out.append((start, agent_run))
+        if root_id in hosts and any(f.tools for fs in whole.llm_spans.values() for f in fs):
+            for f in whole.agent_facts:
+                f.tools = []  # the tools the model was sent win over the crew roster
+        for run in split_by_step_agent(whole):
+            agent_run = _build(run, parent_root, opts)
+            if run is whole and parent_root is None and top != root_id and top in by_span and top not in runs:
+                # A wrapper that is no run (Strands' invoke_swarm) holds the user's own words; the agent
+                # inside only sees a framework-built prompt ("Context: … User Request: …").
+                wrapper_query = _first(f.user_query for f in by_span[top])
+                if wrapper_query and opts.capture_content:
+                    agent_run.user_query = wrapper_query
+            start = min((f.start_time_unix_nano for f in run.agent_facts), default=0) or _first_start(run)
+            out.append((start, agent_run))
     out.sort(key=lambda item: item[0])
     result = [r for _, r in out]
     reparent_handoffs(result, handoffs, spans_of)
+    failed = {r.run_id for r in result if any(f.role == "agent" and f.status == "error" for f in by_span.get(r.run_id, ()))}
+    answer_calls_from_nested_runs(result, failed)
     return result
 
 
@@ -327,14 +345,14 @@ def _names_missing_tool(message: str, name: str) -> bool:
     return "not found" in message.lower() and (f"'{name}'" in message or f'"{name}"' in message)
 
 
-def _first_start(run: _Run) -> int:
+def _first_start(run: RunFacts) -> int:
     starts = [f.start_time_unix_nano for f in run.tool_facts + run.other_facts]
     starts += [f.start_time_unix_nano for fs in run.llm_spans.values() for f in fs]
     return min(starts, default=0)
 
 
 def _place(
-    run: _Run, span_id: str, fs: list[SpanFacts], role: str, *, merged: bool = False, group: str = ""
+    run: RunFacts, span_id: str, fs: list[SpanFacts], role: str, *, merged: bool = False, group: str = ""
 ) -> None:
     if (span_id == run.root and role in ("agent", "other")) or merged:
         run.agent_facts.extend(fs)
@@ -353,7 +371,7 @@ def _first(values: Iterable[Any]) -> Any:
     return next((v for v in values if v), None)
 
 
-def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun:
+def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> AgentRun:
     root_facts = sorted(run.agent_facts, key=lambda f: f.span_id != run.root)
     llm_groups = sorted(run.llm_spans.values(), key=lambda fs: (fs[0].start_time_unix_nano, fs[0].span_id))
     llm_facts = [f for fs in llm_groups for f in fs]
@@ -396,15 +414,18 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
                 hit = None
             row.append((req, hit))
         pending.append(row)
-    # second pass: pair the leftovers by name and order
+    # second pass: pair the leftovers by name and order; among same-name calls, the span that ran
+    # the requested arguments (parallel calls of one tool on threads start in any order)
     leftovers: dict[str, list[ToolCall]] = {}
     for c in exec_calls:
         if id(c) not in matched:
             leftovers.setdefault(c.name, []).append(c)
     for row in pending:
         for i, (req, hit) in enumerate(row):
-            if hit is None and leftovers.get(req.name):
-                cand = leftovers[req.name].pop(0)
+            same = leftovers.get(req.name)
+            if hit is None and same:
+                at = next((k for k, c in enumerate(same) if req.arguments is not None and c.arguments == req.arguments), 0)
+                cand = same.pop(at)
                 matched.add(id(cand))
                 row[i] = (req, cand)
     history_of = {f.span_id: f.history_ids for f in root_facts + llm_facts if f.history_ids}
@@ -472,7 +493,7 @@ def _build(run: _Run, parent_root: str | None, opts: ExtractOptions) -> AgentRun
     final_output = _first(f.final_output for f in root_facts) or _first(
         f.final_output for f in sorted(llm_facts, key=lambda f: -f.end_time_unix_nano)
     )
-    agent_name = _first(f.agent_name for f in root_facts) or _first(f.agent_name for f in inner)
+    agent_name = _first(f.agent_name for f in root_facts) or _first(f.agent_name for f in inner) or step_agent(run)
     if agent_name is None:
         # OpenInference names AGENT/CHAIN root spans after the agent / graph and may set no agent.name
         agent_name = _first(f.name for f in root_facts if f.span_id == run.root and "openinference" in f.conventions)

@@ -313,20 +313,6 @@ def io_value_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
         facts.final_output = _io_text(value, "assistant")
 
 
-def crewai_task_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
-    """A CrewAI AGENT span's ``output.value`` (the TaskOutput JSON): the task's ``description`` is the
-    user's request (the model only sees CrewAI's "Current Task: …" prompt), ``raw`` the answer."""
-    data = maybe_json(value) if isinstance(value, str) else value
-    if not isinstance(data, Mapping):
-        return
-    description = data.get("description")
-    if facts.user_query is None and isinstance(description, str) and description.strip():
-        facts.user_query = description
-    raw = data.get("raw")
-    if facts.final_output is None and isinstance(raw, str) and raw.strip():
-        facts.final_output = raw
-
-
 # -- OpenLLMetry / Traceloop -----------------------------------------------------------------------
 _TL_INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
 _TL_TOOLCALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")

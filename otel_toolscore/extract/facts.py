@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import ToolCall, ToolDefinition
+from .hints import RunHints
 from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
 __all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
@@ -166,6 +167,8 @@ class SpanFacts:
     from_log: bool = False
     #: span attributes of a run root, by reference (``AgentRun.attributes`` is built from them)
     attributes: Mapping[str, Any] | None = None
+    #: run facts a step / tool / crew span carries for a run it does not bound (see :mod:`.hints`)
+    hints: RunHints | None = None
     deferred: list[tuple[Deferred, Any]] = field(default_factory=list)
     # -- filled by materialize() --------------------------------------------------------------
     call: ToolCall | None = None

@@ -14,7 +14,6 @@ from typing import Any
 from .content import (
     adk_llm_request,
     adk_llm_response,
-    crewai_task_output,
     genai_input_messages,
     genai_output_messages,
     io_value_input,
@@ -34,6 +33,17 @@ from .content import (
     vercel_response_toolcalls,
 )
 from .facts import ExtractOptions, SpanFacts, root_attributes
+from .frameworks import (
+    call_wrapper_arguments,
+    crewai_agent_tools,
+    crewai_called_name,
+    crewai_hosted_run,
+    crewai_roster,
+    crewai_task_output,
+    llamaindex_step_agent,
+    smolagents_agent,
+)
+from .hints import RunHints
 from .records import LogRecordView, SpanRecord
 from .values import clean_id
 
@@ -166,6 +176,8 @@ def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]
         return
     f.agent_name = f.agent_name or _str(a.get("gen_ai.agent.name"))
     f.agent_id = f.agent_id or _str(a.get("gen_ai.agent.id"))
+    if f.role == "agent" and rec.status_code == "ERROR":
+        f.status = "error"  # the run failed (a call answered by this run reads its status from it)
     f.conversation_id = f.conversation_id or _str(a.get("gen_ai.conversation.id"))
     if tool is not None and f.role == "tool":
         f.tool_name = str(tool)
@@ -201,44 +213,78 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
         f.handoff_to = rec.name[len("handoff to ") :] or None
     _set_role(f, role)
     f.conversation_id = f.conversation_id or _str(a.get("session.id"))
+    framework = _scope_tag(rec.scope_name) if rec.scope_name else None
     if role == "agent" and f.role == "agent":
-        f.agent_name = f.agent_name or _str(a.get("agent.name")) or _oi_agent_name(rec, a)
-        names = a.get("smolagents.tools_names")  # smolagents: the agent's tools (a CodeAgent sends none to the model)
-        if names is not None:
-            f.defer(tool_definitions, names)
+        f.agent_name = f.agent_name or _str(a.get("agent.name")) or _oi_agent_name(rec, a, framework)
+        if rec.status_code == "ERROR":
+            f.status = "error"  # the run failed (a managed agent's call reads its status from it)
+    elif role == "other" and f.role == "other":
+        f.agent_name = f.agent_name or _str(a.get("agent.name"))  # a CHAIN root that names its agent
     if role == "tool" and f.role == "tool":
-        f.tool_name = f.tool_name or _str(a.get("tool.name")) or rec.name
-        f.call_id = f.call_id or clean_id(a.get("tool_call.id", a.get("tool.id")))
-        if f.raw_arguments is None:
-            f.raw_arguments = a.get("input.value")
-        if f.raw_result is None:
-            f.raw_result = a.get("output.value")
+        _oi_tool(rec, a, f, framework)
     elif kind == "LLM":
         f.defer(openinference_flat, a)
         if "output.value" in a:
             f.defer(openinference_output_value, a["output.value"])
-    elif f.role == "agent" and (rec.scope_name or "").startswith("openinference.instrumentation.crewai"):
+    elif f.role == "agent" and framework == "crewai":
+        if "input.value" in a:
+            f.defer(crewai_agent_tools, a["input.value"])
         if "output.value" in a:
             f.defer(crewai_task_output, a["output.value"])
+    elif f.role == "agent" and framework == "smolagents":
+        f.defer(smolagents_agent, a)  # the task given to run(), the agent's tools and managed agents
+        if "output.value" in a:
+            f.defer(io_value_output, a["output.value"])
     elif f.role in ("agent", "other"):
         value = a.get("input.value")
         if isinstance(value, str) and '"tool_call_with_context"' in value[:200]:
             f.defer(langgraph_tool_context, value)
         elif value is not None:
             f.defer(io_value_input, value)
-        if "output.value" in a:
-            f.defer(io_value_output, a["output.value"])
+            if framework == "llamaindex" and isinstance(value, str) and "current_agent_name=" in value[-512:]:
+                f.defer(llamaindex_step_agent, value)  # an agent workflow step's event ends naming its agent
+        output = a.get("output.value")
+        if output is not None and not (framework == "llamaindex" and _is_stop_event(output)):
+            f.defer(io_value_output, output)
+        if framework == "crewai" and "crew_agents" in a:
+            f.defer(crewai_roster, a["crew_agents"])
 
 
-def _oi_agent_name(rec: SpanRecord, a: Mapping[str, Any]) -> str | None:
+def _is_stop_event(value: Any) -> bool:
+    """A LlamaIndex workflow's result as the repr of its ``StopEvent(result=AgentOutput(...))``
+    (often cut short by the instrumentation): no answer text can be read from it reliably."""
+    return isinstance(value, str) and value.startswith("StopEvent(")
+
+
+def _oi_tool(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, framework: str | None) -> None:
+    f.tool_name = f.tool_name or _str(a.get("tool.name")) or rec.name
+    f.call_id = f.call_id or clean_id(a.get("tool_call.id", a.get("tool.id")))
+    if f.raw_arguments is None:
+        f.raw_arguments = a.get("input.value")
+    if f.raw_result is None:
+        f.raw_result = a.get("output.value")
+    if framework in ("smolagents", "llamaindex") and f.raw_arguments is not None:
+        # Tool.__call__ / FunctionTool.acall record their bound arguments {"args", "kwargs", ...}
+        f.defer(call_wrapper_arguments, (f.raw_arguments, a.get("tool.parameters")))
+    if framework == "llamaindex" and f.tool_name == "handoff" and '"to_agent"' in str(a.get("tool.parameters", "")):
+        f.framework = True  # AgentWorkflow's built-in handoff(to_agent, reason)
+    elif framework == "crewai":
+        # CrewAI's tool.name is the display name ("Delegate work to coworker"); the model called the
+        # name in the first line of the LLM-facing description ("Tool Name: delegate_work_to_coworker")
+        f.tool_name = crewai_called_name(a.get("tool.description")) or f.tool_name
+        value = a.get("input.value")
+        if value is not None:
+            f.defer(crewai_hosted_run, value)  # a coworker tool's arguments name the agent it runs
+
+
+def _oi_agent_name(rec: SpanRecord, a: Mapping[str, Any], framework: str | None) -> str | None:
     """The name the user gave an agent, where an OpenInference instrumentation records it without
     ``agent.name``: CrewAI's AGENT span carries the agent's role in ``graph.node.id`` (its span name is
     ``<role>._execute_core``); smolagents names the AGENT span ``<name>.run`` after the agent's
     ``name`` (the class name when it has none) and records it nowhere else."""
-    scope = rec.scope_name or ""
-    if scope.startswith("openinference.instrumentation.crewai"):
+    if framework == "crewai":
         return _str(a.get("graph.node.id"))
-    if scope.startswith("openinference.instrumentation.smolagents") and rec.name.endswith(".run"):
+    if framework == "smolagents" and rec.name.endswith(".run"):
         return rec.name[: -len(".run")] or None
     return None
 
@@ -389,8 +435,22 @@ def _mastra(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str
             f.defer(io_value_input, a["mastra.agent_run.input"])
         if "mastra.agent_run.output" in a:
             f.defer(mastra_agent_output, a["mastra.agent_run.output"])
+    elif stype == "workflow_step" and not f.role:
+        # A step of a workflow (a tool used as a step has no execute_tool span: this is its only
+        # trace). The assembler keeps it as a call only inside a workflow that an agent ran as a tool.
+        name = _str(a.get("mastra.workflow_step.step_id")) or rec.name.removeprefix("workflow_step ").strip()
+        if name:
+            f.role = "tool"
+            f.tool_name = name
+            f.raw_arguments = a.get("mastra.workflow_step.input")
+            f.raw_result = a.get("mastra.workflow_step.output")
+            if a.get("mastra.workflow_step.status") == "failed":
+                f.status = "error"
+                f.error_type = "step_failed"
+            f.hints = RunHints(workflow_step=True)
+            return
     # client_tool_call (an unknown tool: the requested call stands for it), model_generation,
-    # model_inference, model_chunk, mapping, workflow_*: no role of their own
+    # model_inference, model_chunk, mapping, workflow_run / other workflow_*: no role of their own
     _set_role(f, "other")
 
 

@@ -2,48 +2,66 @@
 
 Accepted, detected by content (never by file name alone):
 
-* OTLP protobuf ``ExportTraceServiceRequest`` / ``ExportLogsServiceRequest`` bytes;
+* OTLP protobuf ``ExportTraceServiceRequest`` / ``ExportLogsServiceRequest`` bytes, one request or
+  several concatenated (protobuf concatenation is a merge: one request with all resources);
 * OTLP/JSON as OTLP/HTTP writes it (hex ids) and protobuf's JSON mapping (base64 ids), one document
   or JSON Lines of export requests (the Collector's file exporter), or a JSON array of requests;
 * gzip of any of these (a truncated gzip stream yields what was decompressed before the cut).
 
-Nothing raises out of :func:`extract_runs_with_report`: undecodable input is counted and described
-in the :class:`ExtractionReport`, and the rest is read.
+Reading streams: JSON Lines are read line by line, protobuf files larger than
+:data:`WHOLE_READ_BYTES` one resource at a time, gzip as it decompresses. Per trace only its compact
+facts are kept (content is truncated to :class:`ExtractOptions` limits as it is read), and
+:func:`iter_runs` yields a trace's runs once the trace is complete: its root was seen and no record of
+it came for ``idle_records`` records. A single JSON document (not lines) is read whole, up to
+:data:`MAX_INPUT_BYTES`.
+
+Nothing raises out of :func:`extract_runs_with_report` / :func:`iter_runs`: undecodable input is
+counted and described in the :class:`ExtractionReport`, and the rest is read.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
+import io
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from google.protobuf import json_format
+import orjson
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from pydantic import BaseModel, Field
 
 from ..model import AgentRun
 from .assemble import assemble_runs
 from .content import requested_calls
 from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
+from .otlp_json import OtlpJsonError, log_views_from_json, span_records_from_json
 from .readers import read_log, read_span
 from .records import SpanRecord, log_views_from_proto, record_from_readable, span_records_from_proto
 
-__all__ = ["ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report"]
+__all__ = ["ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"]
 
-#: Largest decompressed input read from one source (a guard against gzip bombs).
+#: Largest input read whole: one JSON document (not lines), one JSON line, one protobuf resource.
 MAX_INPUT_BYTES = 512 * 1024 * 1024
+#: Protobuf inputs up to this size are parsed in one piece; larger ones one resource at a time.
+WHOLE_READ_BYTES = 64 * 1024 * 1024
+#: A trace is complete when its root was seen and this many records (spans, log records) of other
+#: traces followed its last one.
+DEFAULT_IDLE_RECORDS = 10_000
+#: Most traces kept open at once; past it the least recently seen is assembled with what it has.
+DEFAULT_MAX_OPEN_TRACES = 50_000
+_CHUNK = 1 << 20
 _MAX_ERRORS_PER_SOURCE = 50
 # A progress callback hears about a source every this many spans/log records (a power of two minus one: a mask).
 _PROGRESS_EVERY = 1023
 
-#: ``progress(report, done)``: called while a source is read (every 1,024 items) and once when it is done.
+#: ``progress(report, done)``: called while a source is read (every 1,024 items) and once when a file is done.
 Progress = Callable[["SourceReport", bool], None]
 
 
@@ -61,6 +79,8 @@ class SourceReport(BaseModel):
     unattached_logs: int = 0
     #: undecodable items: bad JSON lines, truncated/invalid protobuf or gzip, bad attribute JSON
     malformed: int = 0
+    #: spans / log records of a trace whose runs were already yielded (streaming: see ``iter_runs``)
+    late_records: int = 0
     errors: list[str] = Field(default_factory=list)
 
     def problem(self, message: str) -> None:
@@ -93,22 +113,57 @@ class ExtractionReport(BaseModel):
 
 
 class _Collector:
-    """Spans and log facts of all sources, grouped by trace."""
+    """Facts grouped by trace, assembled into runs as traces complete (see the module docstring)."""
 
-    def __init__(self, options: ExtractOptions, progress: Progress | None = None) -> None:
+    def __init__(self, options: ExtractOptions, report: ExtractionReport, idle_records: int, max_open: int,
+                 progress: Progress | None = None) -> None:
         self.options = options
         self.progress = progress
+        self.report = report
+        self.idle = max(0, idle_records)
+        self.max_open = max(1, max_open)
         self.facts: dict[str, list[SpanFacts]] = {}
         self.parents: dict[str, dict[str, str | None]] = {}
         self.fact_report: dict[int, SourceReport] = {}
-        self.trace_source: dict[str, str] = {}  # the source a trace was first read from
+        self.rooted: set[str] = set()
+        #: trace id → record count when it was last seen, least recently seen first
+        self.last_seen: OrderedDict[str, int] = OrderedDict()
+        #: trace id → position of its first record in the input (extract_runs keeps input order)
+        self.first_seen: dict[str, int] = {}
+        self.records = 0
+        #: the latest run of a hand-written loop that left one trace per model call (see _stitch)
+        self.loop: tuple[int, AgentRun] | None = None
+        self.traces_done = 0
+        self.runs_out = 0
+        self._next_check = 0
+        #: traces already assembled (bounded): a record of one of them arrived too late
+        self.done: OrderedDict[str, None] = OrderedDict()
+
+    def _late(self, trace_id: str, report: SourceReport) -> bool:
+        if trace_id in self.done:
+            report.late_records += 1  # its runs were already yielded: raise idle_records
+            return True
+        return False
+
+    def _touch(self, trace_id: str, report: SourceReport) -> None:
+        self.records += 1
+        if trace_id not in self.first_seen:
+            self.first_seen[trace_id] = self.records
+            self.report.trace_sources.setdefault(trace_id, report.source)
+        self.last_seen[trace_id] = self.records
+        self.last_seen.move_to_end(trace_id)
 
     def span(self, rec: SpanRecord, report: SourceReport) -> None:
         report.spans_read += 1
         if self.progress is not None and not report.spans_read & _PROGRESS_EVERY:
             self.progress(report, False)
-        self.parents.setdefault(rec.trace_id, {})[rec.span_id] = rec.parent_span_id
-        self.trace_source.setdefault(rec.trace_id, report.source)
+        trace_id = rec.trace_id
+        if self.done and self._late(trace_id, report):
+            return
+        self._touch(trace_id, report)
+        self.parents.setdefault(trace_id, {})[rec.span_id] = rec.parent_span_id
+        if rec.parent_span_id is None:
+            self.rooted.add(trace_id)
         try:
             f = read_span(rec, self.options)
         except Exception as exc:  # a reader must never stop the file
@@ -118,7 +173,8 @@ class _Collector:
             report.unknown_convention_spans += 1
             return
         report.spans_with_facts += 1
-        self.facts.setdefault(rec.trace_id, []).append(f)
+        f.materialize(self.options)  # compact now (content truncated): a pending trace holds no raw content
+        self.facts.setdefault(trace_id, []).append(f)
         self.fact_report[id(f)] = report
 
     def log(self, view: Any, report: SourceReport) -> None:
@@ -135,34 +191,87 @@ class _Collector:
         if not f.trace_id or not f.span_id:
             report.unattached_logs += 1
             return
+        if self.done and self._late(f.trace_id, report):
+            return
         report.logs_with_facts += 1
+        f.materialize(self.options)
+        self._touch(f.trace_id, report)
         self.facts.setdefault(f.trace_id, []).append(f)
         self.fact_report[id(f)] = report
 
-    def runs(self, report: ExtractionReport) -> list[AgentRun]:
-        out: list[AgentRun] = []
-        loops: list[AgentRun] = []
-        for trace_id, facts in self.facts.items():
-            try:
-                trace_runs = assemble_runs(facts, self.parents.get(trace_id, {}), options=self.options)
-                if _stitch(trace_runs, facts, loops, self.options):
-                    continue
-                out.extend(trace_runs)
-            except Exception as exc:
-                src = self.fact_report.get(id(facts[0])) or (report.sources[0] if report.sources else None)
-                if src is not None:
-                    src.problem(f"trace {trace_id}: assembly failed: {type(exc).__name__}: {exc}")
-                continue
-            for f in facts:
-                if f.problems:
-                    src = self.fact_report.get(id(f))
-                    if src is not None:
-                        for p in f.problems:
-                            src.problem(p)
-        report.traces = len(self.facts)
-        report.runs = len(out)
-        report.trace_sources = {t: src for t, src in self.trace_source.items() if t in self.facts}
-        return out
+    def complete(self) -> Iterator[tuple[int, int, AgentRun]]:
+        """Runs of the traces complete so far: (first-seen position, index in trace, run).
+
+        Looked at every ``idle_records / 16`` records (the idle traces are the least recently seen,
+        at the front). A trace whose root never came is assembled after four times the wait."""
+        last_seen = self.last_seen
+        if self.records < self._next_check and len(last_seen) <= self.max_open:
+            return
+        self._next_check = self.records + max(1, self.idle // 16)
+        ready: list[str] = []
+        for trace_id, seen in last_seen.items():
+            age = self.records - seen
+            if age < self.idle:
+                break
+            if trace_id in self.rooted or age >= 4 * self.idle:
+                ready.append(trace_id)
+        ready.sort(key=lambda t: self.first_seen.get(t, 0))  # input order (hand-written loops join in it)
+        for trace_id in ready:
+            yield from self._assemble(trace_id)
+        while len(last_seen) > self.max_open:
+            yield from self._assemble(next(iter(last_seen)))
+
+    def finish(self) -> Iterator[tuple[int, int, AgentRun]]:
+        """Every trace still open, then the held loop run (end of input)."""
+        for trace_id in sorted(self.last_seen, key=lambda t: self.first_seen.get(t, 0)):  # input order
+            yield from self._assemble(trace_id)
+        if self.loop is not None:
+            pos, run = self.loop
+            self.loop = None
+            self.runs_out += 1
+            yield pos, 0, run
+        self.report.traces = self.traces_done
+        self.report.runs = self.runs_out
+
+    def _assemble(self, trace_id: str) -> Iterator[tuple[int, int, AgentRun]]:
+        self.last_seen.pop(trace_id, None)
+        self.done[trace_id] = None
+        if len(self.done) > 4 * self.max_open:
+            self.done.popitem(last=False)
+        self.rooted.discard(trace_id)
+        parents = self.parents.pop(trace_id, {})
+        facts = self.facts.pop(trace_id, None)
+        pos = self.first_seen.pop(trace_id, 0)
+        if not facts:
+            self.report.trace_sources.pop(trace_id, None)  # only traces with facts are named
+            return
+        self.traces_done += 1
+        reports = [self.fact_report.pop(id(f), None) for f in facts]
+        try:
+            trace_runs = assemble_runs(facts, parents, options=self.options)
+        except Exception as exc:
+            src = reports[0] or (self.report.sources[0] if self.report.sources else None)
+            if src is not None:
+                src.problem(f"trace {trace_id}: assembly failed: {type(exc).__name__}: {exc}")
+            return
+        for f, src in zip(facts, reports):
+            if f.problems and src is not None:
+                for p in f.problems:
+                    src.problem(p)
+        loops = [self.loop[1]] if self.loop is not None else []
+        if _stitch(trace_runs, facts, loops, self.options):
+            return  # merged into the held loop run
+        if len(loops) == 2 or (len(loops) == 1 and self.loop is None):
+            # a new loop run: the previous one can no longer be continued (only the latest can)
+            previous = self.loop
+            self.loop = (pos, loops[-1])
+            if previous is not None:
+                self.runs_out += 1
+                yield previous[0], 0, previous[1]
+            return
+        for i, run in enumerate(trace_runs):
+            self.runs_out += 1
+            yield pos, i, run
 
 
 def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[AgentRun], options: ExtractOptions) -> bool:
@@ -212,32 +321,16 @@ def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[Agen
 
 
 # -- decoding ---------------------------------------------------------------------------------------
-def _fix_ids(request: Any) -> None:
-    """Hex ids read through protobuf's base64 mapping decode to 24 / 12 bytes: re-encoding those as
-    base64 gives back the hex text, which is then decoded as hex."""
-    def fix(holder: Any, field: str, size: int) -> None:
-        raw = getattr(holder, field)
-        if raw and len(raw) == size * 3 // 2:
-            with contextlib.suppress(ValueError):  # not hex text after all: keep the bytes
-                setattr(holder, field, bytes.fromhex(base64.b64encode(raw).decode("ascii")))
+class _JsonDoc:
+    """One parsed OTLP/JSON export request (traces, logs or both)."""
 
-    for rs in getattr(request, "resource_spans", ()):
-        for ss in rs.scope_spans:
-            for sp in ss.spans:
-                fix(sp, "trace_id", 16)
-                fix(sp, "span_id", 8)
-                fix(sp, "parent_span_id", 8)
-                for link in sp.links:
-                    fix(link, "trace_id", 16)
-                    fix(link, "span_id", 8)
-    for rl in getattr(request, "resource_logs", ()):
-        for sl in rl.scope_logs:
-            for lr in sl.log_records:
-                fix(lr, "trace_id", 16)
-                fix(lr, "span_id", 8)
+    __slots__ = ("doc",)
+
+    def __init__(self, doc: Mapping[str, Any]) -> None:
+        self.doc = doc
 
 
-def _from_json_doc(doc: Any, report: SourceReport, where: str) -> Iterator[Message]:
+def _from_json_doc(doc: Any, report: SourceReport, where: str) -> Iterator[Any]:
     if isinstance(doc, list):
         for n, item in enumerate(doc):
             yield from _from_json_doc(item, report, f"{where}[{n}]")
@@ -245,68 +338,122 @@ def _from_json_doc(doc: Any, report: SourceReport, where: str) -> Iterator[Messa
     if not isinstance(doc, dict):
         report.problem(f"{where}: not an OTLP export request (a JSON {type(doc).__name__})")
         return
-    keys = set(doc)
-    kinds: list[type[Message]] = []
-    if keys & {"resourceSpans", "resource_spans"}:
-        kinds.append(ExportTraceServiceRequest)
-    if keys & {"resourceLogs", "resource_logs"}:
-        kinds.append(ExportLogsServiceRequest)
-    if not kinds:
+    if not (doc.keys() & {"resourceSpans", "resource_spans", "resourceLogs", "resource_logs"}):
         report.problem(f"{where}: no resourceSpans/resourceLogs (not an OTLP export request)")
         return
-    for kind in kinds:
-        sub = {k: v for k, v in doc.items() if k in ("resourceSpans", "resource_spans", "resourceLogs", "resource_logs")}
+    yield _JsonDoc(doc)
+
+
+def _loads(data: bytes | str) -> Any:
+    """JSON text → Python (``orjson``; deeper nesting than it allows raises like bad JSON)."""
+    return orjson.loads(data)
+
+
+class _Gunzip(io.RawIOBase):
+    """A gzip stream decompressed as it is read; concatenated members are read on; a truncated or
+    corrupt stream ends the input where it breaks (reported once)."""
+
+    def __init__(self, raw: IO[bytes], report: SourceReport) -> None:
+        self._raw = raw
+        self._report = report
+        self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._buf = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf and not self._done:
+            self._fill()
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+    def _fill(self) -> None:
+        d = self._d
         try:
-            msg = json_format.ParseDict(sub, kind(), ignore_unknown_fields=True)
-        except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-            report.problem(f"{where}: invalid OTLP/JSON: {str(exc)[:300]}")
-            continue
-        _fix_ids(msg)
-        yield msg
+            if d.unconsumed_tail:
+                self._buf = d.decompress(d.unconsumed_tail, _CHUNK)
+                return
+            if d.eof:
+                rest = d.unused_data or self._raw.read(_CHUNK)
+                if rest[:2] == b"\x1f\x8b":
+                    self._d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # the next member
+                    self._buf = self._d.decompress(rest, _CHUNK)
+                    return
+                self._done = True  # trailing garbage after the last member is ignored, as gzip does
+                return
+            chunk = self._raw.read(_CHUNK)
+            if not chunk:
+                self._report.problem("gzip: truncated stream (read what was decompressed)")
+                self._done = True
+                return
+            self._buf = d.decompress(chunk, _CHUNK)
+        except zlib.error as exc:
+            self._report.problem(f"gzip: {exc} (read what was decompressed)")
+            self._done = True
 
 
-def _from_json_text(text: str, report: SourceReport) -> Iterator[Message]:
+def _read_bounded(fh: IO[bytes], report: SourceReport, what: str) -> bytes:
+    data = fh.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        report.problem(f"{what} larger than {MAX_INPUT_BYTES} bytes; only the start was read")
+        data = data[:MAX_INPUT_BYTES]
+    return data
+
+
+def _from_json_stream(fh: IO[bytes], first: bytes, report: SourceReport) -> Iterator[Any]:
+    """JSON Lines read line by line; anything else (one document, pretty-printed) read whole."""
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
+        doc = _loads(first)
+    except (orjson.JSONDecodeError, RecursionError):
         doc = None
-    else:
-        yield from _from_json_doc(doc, report, "document")
+    if doc is not None:
+        # the first line is a JSON value of its own: JSON Lines (or a one-line document)
+        n = 1
+        line: bytes | None = first
+        while line:
+            if line.strip():
+                if n > 1:
+                    try:
+                        doc = _loads(line)
+                    except (orjson.JSONDecodeError, RecursionError) as exc:
+                        report.problem(f"line {n}: bad JSON ({exc})")
+                        doc = None
+                if doc is not None:
+                    yield from _from_json_doc(doc, report, f"line {n}")
+            line = _readline(fh, report, n + 1)
+            n += 1
         return
-    # JSON Lines (the Collector's file exporter): one export request per line
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    data = first + _read_bounded(fh, report, "JSON document")
+    try:
+        whole = _loads(data)
+    except (orjson.JSONDecodeError, RecursionError):
+        pass
+    else:
+        yield from _from_json_doc(whole, report, "document")
+        return
+    for n, raw in enumerate(data.splitlines(), 1):  # JSON Lines whose first line is bad
+        if not raw.strip():
             continue
         try:
-            item = json.loads(line)
-        except (ValueError, RecursionError) as exc:
+            item = _loads(raw)
+        except (orjson.JSONDecodeError, RecursionError) as exc:
             report.problem(f"line {n}: bad JSON ({exc})")
             continue
         yield from _from_json_doc(item, report, f"line {n}")
 
 
-def _gunzip(data: bytes, report: SourceReport) -> bytes:
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = bytearray()
-    rest = data
-    try:
-        while rest:
-            out += d.decompress(rest, MAX_INPUT_BYTES - len(out))
-            if d.unconsumed_tail and len(out) >= MAX_INPUT_BYTES:
-                report.problem(f"gzip: more than {MAX_INPUT_BYTES} bytes decompressed; rest ignored")
-                break
-            if d.eof:
-                rest = d.unused_data  # concatenated gzip members
-                if rest and rest[:2] == b"\x1f\x8b":
-                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    continue
-                break
-            rest = d.unconsumed_tail
-        if not d.eof and len(out) < MAX_INPUT_BYTES:
-            report.problem("gzip: truncated stream (read what was decompressed)")
-    except zlib.error as exc:
-        report.problem(f"gzip: {exc} (read what was decompressed)")
-    return bytes(out)
+def _readline(fh: IO[bytes], report: SourceReport, n: int) -> bytes:
+    line = fh.readline(MAX_INPUT_BYTES + 1)
+    if len(line) > MAX_INPUT_BYTES:
+        report.problem(f"line {n}: longer than {MAX_INPUT_BYTES} bytes; skipped")
+        while line and not line.endswith(b"\n"):
+            line = fh.readline(_CHUNK)
+        return b"\n"
+    return line
 
 
 def _proto_score(msg: Any) -> int:
@@ -342,25 +489,127 @@ def _from_protobuf(data: bytes, report: SourceReport) -> Iterator[Message]:
     yield best
 
 
-def _decode_bytes(data: bytes, report: SourceReport) -> Iterator[Message]:
-    if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data, report)
-    stripped = data.lstrip()
-    if stripped[:1] in (b"{", b"["):
-        try:
-            text = stripped.decode("utf-8")
-        except UnicodeDecodeError:
-            report.problem("JSON input is not UTF-8")
+def _varint(fh: IO[bytes]) -> int | None:
+    shift = result = 0
+    while True:
+        b = fh.read(1)
+        if not b:
+            return None if shift == 0 else -1
+        result |= (b[0] & 0x7F) << shift
+        if not b[0] & 0x80:
+            return result
+        shift += 7
+        if shift > 63:
+            return -1
+
+
+def _from_protobuf_stream(fh: IO[bytes], first: bytes, report: SourceReport) -> Iterator[Message]:
+    """A large protobuf input, one top-level field (one resource) at a time: every field of an
+    export request is ``resource_spans`` / ``resource_logs`` (1, length-delimited)."""
+    stream = io.BufferedReader(_Prefixed(first, fh), _CHUNK) if first else fh
+    kind: type[Message] | None = None
+    while True:
+        tag = _varint(stream)
+        if tag is None:
             return
-        yield from _from_json_text(text, report)
-        return
+        size = _varint(stream) if tag == 0x0A else -1
+        if tag == -1 or size is None or size < 0 or size > MAX_INPUT_BYTES:
+            report.problem("protobuf: not a sequence of OTLP resources (read what came before)")
+            return
+        chunk = stream.read(size)
+        if len(chunk) < size:
+            report.problem("protobuf: truncated (read what came before)")
+            return
+        if kind is None:  # the first resource tells traces from logs, as for a whole request
+            scores: list[tuple[int, type[Message]]] = []
+            for k in (ResourceSpans, ResourceLogs):
+                try:
+                    scores.append((_proto_score(_request(k.FromString(chunk))), k))
+                except (DecodeError, ValueError, RecursionError):
+                    continue
+            best = max(scores, default=None, key=lambda t: t[0])
+            if best is None or best[0] <= 0:
+                report.problem("not OTLP protobuf, JSON or gzip")
+                return
+            kind = best[1]
+        try:
+            resource = kind.FromString(chunk)
+        except (DecodeError, ValueError, RecursionError) as exc:
+            report.problem(f"protobuf: a resource failed to decode ({exc}); read on")
+            continue
+        yield _request(resource)
+
+
+def _request(resource: Message) -> Message:
+    """One resource as the export request holding it."""
+    if isinstance(resource, ResourceSpans):
+        return ExportTraceServiceRequest(resource_spans=[resource])
+    assert isinstance(resource, ResourceLogs)
+    return ExportLogsServiceRequest(resource_logs=[resource])
+
+
+class _Prefixed(io.RawIOBase):
+    """``first`` (already read to sniff the format), then the rest of ``fh``."""
+
+    def __init__(self, first: bytes, fh: IO[bytes]) -> None:
+        self._first = first
+        self._fh = fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._first:
+            n = min(len(b), len(self._first))
+            b[:n] = self._first[:n]
+            self._first = self._first[n:]
+            return n
+        data = self._fh.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _decode_stream(fh: IO[bytes], report: SourceReport, size_hint: int | None) -> Iterator[Any]:
+    """Messages (protobuf requests, or :class:`_JsonDoc` s) of one input, as it is read."""
+    head = fh.read(2)
+    if head == b"\x1f\x8b":
+        fh = io.BufferedReader(_Gunzip(io.BufferedReader(_Prefixed(head, fh)), report), _CHUNK)
+        size_hint = None
+        head = b""
+    # sniff: the first non-blank byte tells JSON from protobuf
+    start = head + fh.read(max(0, 64 - len(head)))
+    stripped = start.lstrip()
+    while start and not stripped:
+        more = fh.read(_CHUNK)
+        if not more:
+            break
+        start, stripped = more, more.lstrip()
     if not stripped:
         report.problem("empty input")
         return
-    yield from _from_protobuf(data, report)
+    if stripped[:1] in (b"{", b"["):
+        first = stripped + _readline(fh, report, 1) if not stripped.endswith(b"\n") else stripped
+        yield from _from_json_stream(fh, first, report)
+        return
+    if size_hint is not None and size_hint <= WHOLE_READ_BYTES:
+        yield from _from_protobuf(start + _read_bounded(fh, report, "input"), report)
+        return
+    yield from _from_protobuf_stream(fh, start, report)
 
 
 def _feed_message(msg: Any, coll: _Collector, report: SourceReport) -> None:
+    if isinstance(msg, _JsonDoc):
+        try:  # a document is read whole before its records join the traces, as a protobuf one is
+            spans = list(span_records_from_json(msg.doc))
+            logs = list(log_views_from_json(msg.doc))
+        except (OtlpJsonError, RecursionError) as exc:
+            report.problem(f"invalid OTLP/JSON: {str(exc)[:300]}")
+            return
+        for rec in spans:
+            coll.span(rec, report)
+        for view in logs:
+            coll.log(view, report)
+        return
     if hasattr(msg, "resource_spans"):
         for rec in span_records_from_proto(msg):
             coll.span(rec, report)
@@ -369,41 +618,50 @@ def _feed_message(msg: Any, coll: _Collector, report: SourceReport) -> None:
             coll.log(view, report)
 
 
-def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> None:
+def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> Iterator[tuple[int, int, AgentRun]]:
+    """Read ``source`` into the collector, yielding the runs of traces as they complete."""
     if isinstance(source, (str, PathLike)):
         path = Path(source)
         sr = SourceReport(source=str(path))
         report.sources.append(sr)
         try:
-            with path.open("rb") as fh:
-                data = fh.read(MAX_INPUT_BYTES + 1)
+            fh = path.open("rb")
         except OSError as exc:
             sr.problem(f"cannot read: {exc}")
             return
-        if len(data) > MAX_INPUT_BYTES:
-            sr.problem(f"file larger than {MAX_INPUT_BYTES} bytes; only the start was read")
-            data = data[:MAX_INPUT_BYTES]
-        for msg in _decode_bytes(data, sr):
-            _feed_message(msg, coll, sr)
+        with fh:
+            try:
+                size: int | None = path.stat().st_size
+            except OSError:
+                size = None
+            try:
+                for msg in _decode_stream(fh, sr, size):
+                    _feed_message(msg, coll, sr)
+                    yield from coll.complete()
+            except OSError as exc:
+                sr.problem(f"cannot read: {exc}")
         if coll.progress is not None:
             coll.progress(sr, True)
         return
     if isinstance(source, (bytes, bytearray, memoryview)):
         sr = SourceReport(source="<bytes>")
         report.sources.append(sr)
-        for msg in _decode_bytes(bytes(source), sr):
+        data = bytes(source)
+        for msg in _decode_stream(io.BytesIO(data), sr, len(data)):
             _feed_message(msg, coll, sr)
+            yield from coll.complete()
         return
     if isinstance(source, Message):
         sr = SourceReport(source=f"<{type(source).__name__}>")
         report.sources.append(sr)
         _feed_message(source, coll, sr)
+        yield from coll.complete()
         return
     if isinstance(source, Iterable):
         items = list(source)
         if items and all(isinstance(i, (str, PathLike)) for i in items):
             for item in items:
-                _feed(item, coll, report)
+                yield from _feed(item, coll, report)
             return
         sr = SourceReport(source="<spans>")
         report.sources.append(sr)
@@ -420,13 +678,49 @@ def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> None:
             elif hasattr(item, "log_record") or hasattr(item, "event_name"):
                 coll.log(item, sr)
             elif isinstance(item, (str, PathLike, bytes, bytearray, Message)):
-                _feed(item, coll, report)
+                yield from _feed(item, coll, report)
             else:
                 sr.problem(f"unsupported item {type(item).__name__}")
+        yield from coll.complete()
         return
     sr = SourceReport(source=f"<{type(source).__name__}>")
     report.sources.append(sr)
     sr.problem(f"unsupported source type {type(source).__name__}")
+
+
+def _runs(
+    source: Any, options: ExtractOptions | None, report: ExtractionReport, idle_records: int, max_open_traces: int,
+    progress: Progress | None = None,
+) -> Iterator[tuple[int, int, AgentRun]]:
+    coll = _Collector(options or DEFAULT_OPTIONS, report, idle_records, max_open_traces, progress)
+    try:
+        yield from _feed(source, coll, report)
+    except Exception as exc:  # last line of defence: report, keep what was read
+        if not report.sources:
+            report.sources.append(SourceReport(source="<input>"))
+        report.sources[-1].problem(f"reading failed: {type(exc).__name__}: {exc}")
+    yield from coll.finish()
+
+
+def iter_runs(
+    source: Any,
+    options: ExtractOptions | None = None,
+    *,
+    report: ExtractionReport | None = None,
+    idle_records: int = DEFAULT_IDLE_RECORDS,
+    max_open_traces: int = DEFAULT_MAX_OPEN_TRACES,
+) -> Iterator[AgentRun]:
+    """Runs from ``source`` (as :func:`extract_runs_with_report` accepts), yielded as traces complete.
+
+    Memory stays bounded by the traces open at once, not by the input's size: a trace is assembled
+    when its root was seen and ``idle_records`` records of other traces followed its last record, or
+    when more than ``max_open_traces`` traces are open (the least recently seen first); the rest at
+    the end of input. Runs come in completion order (:func:`extract_runs` restores input order).
+    ``report``, when given, is filled as reading goes on. Never raises on malformed input.
+    """
+    rep = report if report is not None else ExtractionReport()
+    for _pos, _i, run in _runs(source, options, rep, idle_records, max_open_traces):
+        yield run
 
 
 def extract_runs_with_report(
@@ -437,22 +731,16 @@ def extract_runs_with_report(
     ``source``: a path, a list of paths (trace and log files mixed), bytes, an
     ``ExportTraceServiceRequest`` / ``ExportLogsServiceRequest``, or an iterable of ``ReadableSpan``
     (live SDK spans, e.g. from ``InMemorySpanExporter``), SDK log records or :class:`SpanRecord` s.
-    All sources are joined before assembly, so log files attach to the spans of trace files.
-    ``progress`` hears about each file as it is read (progress bars of the command line).
+    All sources are read as one stream (log files attach to the spans of trace files read before or
+    shortly after them: see :func:`iter_runs`); runs are returned in the order their traces first
+    appear in the input. ``progress`` hears about each file as it is read (the command line's bars).
     """
-    opts = options or DEFAULT_OPTIONS
     report = ExtractionReport()
-    coll = _Collector(opts, progress)
-    try:
-        _feed(source, coll, report)
-    except Exception as exc:  # last line of defence: report, keep what was read
-        if not report.sources:
-            report.sources.append(SourceReport(source="<input>"))
-        report.sources[-1].problem(f"reading failed: {type(exc).__name__}: {exc}")
-    return coll.runs(report), report
+    found = list(_runs(source, options, report, DEFAULT_IDLE_RECORDS, DEFAULT_MAX_OPEN_TRACES, progress))
+    found.sort(key=lambda item: (item[0], item[1]))
+    return [run for _, _, run in found], report
 
 
 def extract_runs(source: Any, options: ExtractOptions | None = None) -> list[AgentRun]:
     """Runs from ``source`` (see :func:`extract_runs_with_report`); problems are not reported."""
     return extract_runs_with_report(source, options)[0]
-

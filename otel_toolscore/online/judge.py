@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from ..config import ConfigError
+from ..envconfig import warn_env
 from ..model import AgentRun
 from ..scorers.llm import (
     JudgeError,
@@ -641,9 +642,9 @@ class Judge:
             tools,
             base_url=base_url,
             api_key=api_key,
-            timeout=settings.timeout_s,
+            timeout=settings.timeout_ms / 1000,
             max_retries=settings.max_retries,
-            deadline_s=settings.deadline_s,
+            deadline_s=None if settings.deadline_ms is None else settings.deadline_ms / 1000,
             include_arguments=settings.include_arguments,
             include_results=settings.include_results,
             redact=settings.redact,
@@ -669,9 +670,9 @@ class Judge:
             tracer_provider=tracer_provider,
             carrier_span=settings.carrier_span,
             failure_threshold=settings.failure_threshold,
-            circuit_cooldown_s=settings.circuit_cooldown_s,
+            circuit_cooldown_s=settings.circuit_cooldown_ms / 1000,
             pass_threshold=settings.pass_threshold,
-            shutdown_timeout_s=settings.shutdown_timeout_s,
+            shutdown_timeout_s=settings.shutdown_timeout_ms / 1000,
             max_span_evaluations=settings.max_span_evaluations,
             close_scorer=True,
         )
@@ -702,10 +703,22 @@ def judge_from_env(
 ) -> Judge | None:
     """The judge the environment asks for, or ``None`` when ``OTEL_TOOLSCORE_JUDGE_MODEL`` is unset.
 
-    Raises :class:`~otel_toolscore.config.ConfigError` on an unknown or invalid judge variable even
-    when the judge is off, so a typo is never silent.
+    Never raises for what the environment says: an unknown or unusable judge variable logs a warning
+    naming it and is ignored (even when the judge is off, so a typo is never silent). An endpoint
+    that cannot be used (``OTEL_TOOLSCORE_JUDGE_BASE_URL``, or the ``OPENAI_BASE_URL`` fallback)
+    turns the judge off with a warning: another endpoint would receive the runs and the key.
     """
+    import os
+
     settings = JudgeSettings.from_env(environ)
     if not settings.enabled:
         return None
+    env = os.environ if environ is None else environ
+    fallback = env.get("OPENAI_BASE_URL") or None
+    if settings.base_url is None and fallback:
+        try:
+            check_base_url(fallback)
+        except ValueError as exc:
+            warn_env(f"OPENAI_BASE_URL cannot be used as the judge endpoint ({exc}): the judge is off")
+            return None
     return Judge.from_settings(settings, available_tools=available_tools, tracer_provider=tracer_provider, environ=environ)

@@ -3,8 +3,10 @@
 Enabling the judge takes three variables: ``OTEL_TOOLSCORE_JUDGE_MODEL``,
 ``OTEL_TOOLSCORE_JUDGE_BASE_URL`` (or ``OPENAI_BASE_URL``; omit for OpenAI itself) and
 ``OTEL_TOOLSCORE_JUDGE_API_KEY`` (or ``OPENAI_API_KEY``). Everything else has a production default.
-As for the processor's settings, an unknown ``OTEL_TOOLSCORE_JUDGE_*`` variable or a malformed
-value fails at start with a message naming the key.
+As for the processor's settings, an unknown ``OTEL_TOOLSCORE_JUDGE_*`` variable or a value that cannot
+be used logs a warning naming the variable and is ignored. One exception: a bad
+``OTEL_TOOLSCORE_JUDGE_BASE_URL`` turns the judge off (see :func:`~otel_toolscore.online.judge.judge_from_env`)
+rather than falling back to another endpoint, which would send the runs and the key elsewhere.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator
 
-from ..config import ENV_PREFIX, SKIP, ConfigError, build_settings, read_env
+from ..config import ENV_PREFIX
+from ..envconfig import ConfigError, EnvSettings
 from ..files import read_config_text
 from ..scorers.llm import check_base_url
 
@@ -26,21 +29,29 @@ __all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file"]
 JUDGE_ENV_PREFIX = ENV_PREFIX + "JUDGE_"
 
 
-class JudgeSettings(BaseModel):
+class JudgeSettings(EnvSettings):
     """Every judge setting; ``OTEL_TOOLSCORE_JUDGE_<FIELD>`` in the environment."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    env_prefix: ClassVar[str] = JUDGE_ENV_PREFIX
+    renamed_to_ms: ClassVar[Mapping[str, str]] = {
+        "timeout_s": "timeout_ms",
+        "deadline_s": "deadline_ms",
+        "circuit_cooldown_s": "circuit_cooldown_ms",
+        "shutdown_timeout_s": "shutdown_timeout_ms",
+    }
+    secret_fields: ClassVar[frozenset[str]] = frozenset({"api_key"})
 
     # -- the endpoint --------------------------------------------------------------------------------
     model: str | None = Field(None, description="Judge model name; setting it enables the judge.")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, then OpenAI).")
     api_key: SecretStr | None = Field(None, description="API key (default: `OPENAI_API_KEY`).")
-    timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds per HTTP request.")
+    timeout_ms: int = Field(30_000, gt=0, le=600_000, description="Milliseconds per HTTP request (per read).")
     max_retries: int = Field(2, ge=0, le=10, description="Retries of 408/409/429/5xx and connection errors.")
-    deadline_s: float | None = Field(
-        None, gt=0, le=3600,
+    deadline_ms: int | None = Field(
+        None, gt=0, le=3_600_000,
         description="Longest one judgment may take, all included (connect, send, full answers, retries); "
-        "then `timeout`. Default: twice `timeout_s`.",
+        "then `timeout`. Default: twice `timeout_ms`.",
     )
     max_output_tokens: int | None = Field(
         None, ge=16, le=100_000, description="`max_tokens` sent with each request; also bounds budget reservations."
@@ -68,8 +79,8 @@ class JudgeSettings(BaseModel):
     workers: int = Field(4, ge=1, le=256, description="Worker threads calling the judge.")
     queue_size: int = Field(1_000, ge=1, le=1_000_000, description="Runs waiting for a worker; overflow is counted.")
     failure_threshold: int = Field(5, ge=1, le=1_000, description="Consecutive failures that open the circuit.")
-    circuit_cooldown_s: float = Field(30.0, gt=0, le=86_400, description="Seconds the circuit stays open.")
-    shutdown_timeout_s: float = Field(10.0, ge=0, le=3_600, description="How long shutdown drains the queue.")
+    circuit_cooldown_ms: int = Field(30_000, gt=0, le=86_400_000, description="How long the circuit stays open.")
+    shutdown_timeout_ms: int = Field(10_000, ge=0, le=3_600_000, description="How long shutdown drains the queue.")
     # -- what is written -----------------------------------------------------------------------------
     pass_threshold: float = Field(1.0, ge=0.0, le=1.0, description="Score at or above which the label is `pass`.")
     carrier_span: bool = Field(True, description="Write the `evaluate tool_call_accuracy_llm` span.")
@@ -80,43 +91,44 @@ class JudgeSettings(BaseModel):
     def _check_base_url(cls, value: str | None) -> str | None:
         return check_base_url(value) if value else value
 
-    @classmethod
-    def env_name(cls, field: str) -> str:
-        return JUDGE_ENV_PREFIX + field.upper()
-
     @property
     def enabled(self) -> bool:
         return bool(self.model and self.model.strip())
 
     @classmethod
+    def parse_env(cls, name: str, text: str) -> Any:
+        if name in _LIMITS and text.lower() in ("none", "unlimited", "off"):
+            return None  # lifts the limit
+        if name == "tools":
+            return tuple(p.strip() for p in text.split(",") if p.strip())
+        return super().parse_env(name, text)
+
+    @classmethod
+    def when_ignored(cls, name: str) -> str:
+        if name == "base_url":
+            return "the judge is off (a default endpoint would receive the runs and the key)"
+        return super().when_ignored(name)
+
+    @classmethod
+    def check_env(cls, name: str, value: Any) -> None:
+        if name == "tools_file" and value:
+            load_tools_file(value)  # ConfigError (a ValueError) names the file: the variable is then ignored
+
+    @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, /, **overrides: Any) -> JudgeSettings:
         """Settings from ``OTEL_TOOLSCORE_JUDGE_*`` variables, overridden by explicit arguments."""
-        values = read_env(
-            os.environ if environ is None else environ,
-            JUDGE_ENV_PREFIX,
-            cls.model_fields,
-            parse=_parse,
-            what="judge settings",
-        )
-        unknown = set(overrides) - set(cls.model_fields)
-        if unknown:
-            raise ConfigError(f"unknown judge setting {sorted(unknown)[0]!r}")
-        values.update(overrides)
-        return build_settings(cls, values, {n: cls.env_name(n) for n in cls.model_fields})
+        env = os.environ if environ is None else environ
+        settings = cls.build(env, overrides, what="judge settings")
+        bad_url = env.get(cls.env_name("base_url"), "").strip()
+        if settings.enabled and bad_url and settings.base_url is None:
+            # The variable was ignored: any default endpoint would receive the runs and the key.
+            if "model" in overrides:
+                raise ConfigError(f"{cls.env_name('base_url')} is not a usable URL: the judge cannot start")
+            return settings.model_copy(update={"model": None})
+        return settings
 
 
 _LIMITS = frozenset({"max_output_tokens", "max_per_minute", "max_tokens_per_hour"})
-
-
-def _parse(name: str, raw: str) -> Any:
-    text = raw.strip()
-    if text == "":
-        return SKIP  # an empty variable means "not set": the default applies
-    if name in _LIMITS and text.lower() in ("none", "unlimited", "off"):
-        return None  # lifts the limit
-    if name == "tools":
-        return tuple(p.strip() for p in text.split(",") if p.strip())
-    return text
 
 
 def load_tools_file(path: str | Path) -> list[dict[str, Any]]:

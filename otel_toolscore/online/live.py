@@ -30,7 +30,7 @@ from ..extract import (
     record_from_readable,
 )
 from ..extract.readers import may_have_facts
-from ..extract.records import plain_attributes
+from ..extract.records import has_events, plain_attributes
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
@@ -119,7 +119,7 @@ class LiveCore:
         self._max_open = settings.max_open_spans_per_trace
         self._max_known = settings.max_known_spans_per_trace
         self._max_facts = settings.max_spans_per_trace
-        self._timeout = settings.trace_timeout_s
+        self._timeout = settings.trace_timeout_ms / 1000
         #: traces with a held root (what the sweep looks at besides timeouts)
         self._holding: dict[int, TraceState] = {}
         #: traces with roots ready to be scored at the end of the current batch
@@ -165,16 +165,10 @@ class LiveCore:
             state.local_roots.add(sid)
         if len(state.open) < self._max_open:
             state.open.add(sid)
-            try:
-                role = classify_start(span.name, plain_attributes(span))
-            except Exception:  # odd attribute values (a list where a string belongs)
-                role = None
-            if role == "agent" or role == "tool":
-                # Kept by reference while open: a run whose grace ends before this span does is
-                # scored with what the span said at start (a tool's name, mostly).
-                state.started[sid] = span
-                if role == "agent":
-                    state.agent_roots.add(hex_id(sid))  # a run, lost if its trace is evicted first
+            # Kept by reference while open (the application holds it anyway): a run whose grace
+            # ends before this span does is scored with what the span said so far, and an open
+            # agent span is a run lost if its trace is evicted. Read only then, never here.
+            state.started[sid] = span
         else:
             self.sink.drop("open_spans_limit")
         if context is not None:
@@ -215,7 +209,7 @@ class LiveCore:
             if local:
                 state.local_roots.add(sid)
         try:
-            if may_have_facts(span.name, plain_attributes(span), bool(span.events)):
+            if may_have_facts(span.name, plain_attributes(span), has_events(span)):
                 facts = read_span(record_from_readable(span), self.options)
             else:
                 facts = None  # an HTTP, database, queue … span: only its parent link matters
@@ -347,7 +341,7 @@ class LiveCore:
             self._release_ready(state, force=True)
         self._dirty.pop(state.trace_id, None)
         self._score_ready(state)  # the trace leaves now: its ended roots are scored with what it has
-        lost = state.agent_roots - state.scored
+        lost = (state.agent_roots | self._open_agents(state)) - state.scored
         state.scored |= lost
         self.sink.drop(reason)
         if lost:
@@ -414,11 +408,25 @@ class LiveCore:
         out = []
         for sp in state.started.values():
             try:
+                if classify_start(sp.name, plain_attributes(sp)) not in ("agent", "tool"):
+                    continue
                 f = read_span(record_from_readable(sp), self.options)
-            except Exception:
+            except Exception:  # odd attribute values (a list where a string belongs)
                 continue
             if f is not None and f.role in ("agent", "tool"):
                 out.append(f)
+        return out
+
+    @staticmethod
+    def _open_agents(state: TraceState) -> set[str]:
+        """Agent spans still open (hex ids): runs that never ended."""
+        out = set()
+        for sid, sp in state.started.items():
+            try:
+                if classify_start(sp.name, plain_attributes(sp)) == "agent":
+                    out.add(hex_id(sid))
+            except Exception:
+                continue
         return out
 
     def _score_run(

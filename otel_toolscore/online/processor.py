@@ -38,6 +38,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from ..config import Settings
 from ..extract import ExtractOptions, SpanFacts, classify_start
 from ..extract.records import log_view_from_sdk, plain_attributes
+from ..sinks.base import ScoreSink
+from ..sinks.dispatch import SinkDispatcher
 from ..telemetry import Emitter, names
 from .expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
 from .expectations import Expectation, load_rules
@@ -98,6 +100,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
         settings: a :class:`~otel_toolscore.config.Settings`; keyword overrides of its fields are accepted
             too (``max_pending_traces=...``). Unset fields come from ``OTEL_TOOLSCORE_*`` variables.
         on_scored: optional callback called (on its own thread) with every :class:`ScoredRun`.
+        sinks: score sinks (:class:`~otel_toolscore.sinks.ScoreSink` objects or built-in names such as
+            ``"phoenix"``) fed with every code score and judgment, each on its own thread behind a
+            bounded queue; the processor shuts them down. Default: ``settings.sinks``
+            (``OTEL_TOOLSCORE_SINKS``). A name given here that cannot be built fails fast; one from
+            the environment is a warning.
     """
 
     def __init__(
@@ -110,6 +117,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         logger_provider: _logs.LoggerProvider | None = None,
         settings: Settings | None = None,
         on_scored: Any = None,
+        sinks: Sequence[ScoreSink | str] | None = None,
         **overrides: Any,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env(**overrides)
@@ -150,6 +158,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             declared_agents=[r.agent_name for r in self.rules if r.agent_name],
         )
         self._on_scored = on_scored
+        self.sinks: SinkDispatcher | None = _sink_dispatcher(sinks, s, self.emitter)
         self._stopped = False
         self._hold_roots = downstream is not None
         # Counts made on the worker, added to the metrics once per batch (a metric call per run would
@@ -414,6 +423,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
         ok = self._emit.wait_idle(deadline) and ok
         if self._callbacks is not None:
             ok = self._callbacks.wait_idle(deadline) and ok
+        if self.sinks is not None:
+            ok = self.sinks.wait_idle(deadline) and ok
         return ok
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
@@ -435,6 +446,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._emit.stop(short)
         if self._callbacks is not None:
             self._callbacks.stop(short)
+        if self.sinks is not None:
+            self.sinks.stop(short)
         with contextlib.suppress(Exception):
             atexit.unregister(self._atexit)
         if self._downstream is not None:
@@ -465,6 +478,19 @@ class ToolScoreSpanProcessor(SpanProcessor):
     @property
     def downstream(self) -> SpanProcessor | None:
         return self._downstream
+
+
+def _sink_dispatcher(sinks: Sequence[ScoreSink | str] | None, settings: Settings, emitter: Emitter) -> SinkDispatcher | None:
+    """The dispatcher of the sinks passed (strict) or named in the settings (a warning per bad one);
+    the emitter hands it every evaluation with a score."""
+    from ..sinks.settings import resolve_sinks
+
+    chosen = resolve_sinks(sinks, strict=True) if sinks is not None else resolve_sinks(settings.sinks, strict=False)
+    if not chosen:
+        return None
+    dispatcher = SinkDispatcher(chosen, queue_size=settings.sink_queue_size, count_drop=emitter.count_drop)
+    emitter.on_score = dispatcher.offer
+    return dispatcher
 
 
 def _may_root_a_run(span: ReadableSpan) -> bool:

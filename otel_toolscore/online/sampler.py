@@ -1,9 +1,12 @@
 """Which runs the LLM judge sees: a deterministic ratio on the trace id, priority rules, a rate limit
 and a token budget.
 
-* **Ratio** — consistent across processes and replicas: a run is in the sample when the low 56
-  bits of its trace id (the part W3C Trace Context level 2 makes random) are below
-  ``ratio * 2^56``. Every process takes the same decision for a trace, every run of a trace gets
+* **Ratio** — the OpenTelemetry SDK's ``TraceIdRatioBased`` decision: a run is in the sample when
+  the low 64 bits of its trace id are below ``round(ratio * 2^64)`` (the bound is the SDK's own
+  ``TraceIdRatioBased.get_bound_for_rate``). So the same ratio selects the same traces as a
+  ``TraceIdRatioBased`` / ``parentbased_traceidratio`` sampler at that ratio: with head sampling at
+  ratio *r* and the judge at ratio *j ≤ r*, every trace the judge samples by ratio was also kept by
+  the head sampler. Every process takes the same decision for a trace, every run of a trace gets
   the same decision, and a higher ratio samples a superset of a lower one.
 * **Priorities** (each can be switched off) — judged whatever the ratio says: runs that failed the
   code scorer, runs whose tool sequence this process has not seen yet (a bounded LRU of sequence
@@ -27,6 +30,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
+
 from ..telemetry import names
 
 if TYPE_CHECKING:
@@ -42,20 +47,20 @@ __all__ = [
     "trace_id_in_ratio",
 ]
 
-_RANDOM_BITS = 56
-_RANDOM_MASK = (1 << _RANDOM_BITS) - 1
+# The bits TraceIdRatioBased compares: the low 64 of the 128-bit trace id.
+_RATIO_MASK = TraceIdRatioBased.TRACE_ID_LIMIT
 
 
 def ratio_threshold(ratio: float) -> int:
-    """The bound the low 56 bits of a trace id are compared with (``ratio * 2^56``)."""
+    """The bound the low 64 bits of a trace id are compared with: ``TraceIdRatioBased``'s, ``round(ratio * 2^64)``."""
     if not 0.0 <= ratio <= 1.0:
         raise ValueError(f"ratio must be within [0, 1], got {ratio!r}")
-    return round(ratio * (1 << _RANDOM_BITS))
+    return int(TraceIdRatioBased.get_bound_for_rate(ratio))
 
 
 def trace_id_in_ratio(trace_id: int, ratio: float) -> bool:
-    """Whether ``trace_id`` is in the deterministic ``ratio`` sample (same answer everywhere)."""
-    return (trace_id & _RANDOM_MASK) < ratio_threshold(ratio)
+    """Whether ``trace_id`` is in the deterministic ``ratio`` sample: ``TraceIdRatioBased(ratio)``'s decision."""
+    return (trace_id & _RATIO_MASK) < ratio_threshold(ratio)
 
 
 def _flag(attributes: Mapping[str, Any]) -> bool | None:
@@ -263,7 +268,7 @@ class JudgeSampler:
         self.sequences = SequenceMemory(sequence_memory)
 
     def in_ratio(self, trace_id: int) -> bool:
-        return (trace_id & _RANDOM_MASK) < self._threshold
+        return (trace_id & _RATIO_MASK) < self._threshold
 
     def select(self, scored: ScoredRun) -> str | None:
         """Why this run is judged (a ``names.JUDGE_SAMPLED_BY`` value), or ``None`` to skip it.

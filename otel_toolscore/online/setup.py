@@ -18,6 +18,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
+from .exporters import exporters_from_env
 from .processor import ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
 
 __all__ = ["Installed", "configure", "install", "otlp_endpoint_configured"]
@@ -54,28 +55,6 @@ class Installed:
             self.meter_provider.shutdown()
 
 
-def _otlp_exporters() -> tuple[Any, Any, Any]:
-    """Span, metric and log OTLP exporters for ``OTEL_EXPORTER_OTLP_PROTOCOL`` (default http/protobuf)."""
-    protocol = os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf").strip().lower()
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    elif protocol in ("http/protobuf", "http"):
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import (  # type: ignore[assignment]
-            OTLPLogExporter,
-        )
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[assignment]
-            OTLPMetricExporter,
-        )
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
-            OTLPSpanExporter,
-        )
-    else:
-        raise ValueError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported (grpc, http/protobuf)")
-    return OTLPSpanExporter(), OTLPMetricExporter(), OTLPLogExporter()
-
-
 def configure(
     *,
     export: bool = True,
@@ -87,25 +66,27 @@ def configure(
 ) -> Installed:
     """Tracer, meter and logger providers from the standard ``OTEL_*`` variables, scored.
 
-    For applications with no OpenTelemetry set-up of their own. ``export=True`` sends spans, metrics
-    and evaluation events over OTLP (endpoint and protocol from ``OTEL_EXPORTER_OTLP_*``);
-    ``processor_options`` go to :class:`ToolScoreSpanProcessor`.
+    For applications with no OpenTelemetry set-up of their own. With ``export=True`` the exporters
+    are the ones ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` / ``OTEL_LOGS_EXPORTER`` name
+    (default ``otlp``; ``console``, ``none``, comma lists, installed entry points), OTLP over
+    ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]PROTOCOL`` (default http/protobuf) to the endpoints of
+    ``OTEL_EXPORTER_OTLP_[<SIGNAL>_]ENDPOINT`` — see :mod:`.exporters`. ``processor_options`` go to
+    :class:`ToolScoreSpanProcessor`.
     """
     res = resource or Resource.create()
-    span_exporter = metric_exporter = log_exporter = None
-    if export:
-        span_exporter, metric_exporter, log_exporter = _otlp_exporters()
+    span_exporters = exporters_from_env("traces") if export else []
     readers: list[MetricReader] = list(metric_readers)
-    if metric_exporter is not None:
-        readers.append(PeriodicExportingMetricReader(metric_exporter))
+    for item in exporters_from_env("metrics") if export else []:
+        readers.append(item if isinstance(item, MetricReader) else PeriodicExportingMetricReader(item))
     meter_provider = MeterProvider(resource=res, metric_readers=readers)
     logger_provider = LoggerProvider(resource=res)
-    if log_exporter is not None:
+    for log_exporter in exporters_from_env("logs") if export else []:
         logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
-    downstream: SpanProcessor | None = BatchSpanProcessor(span_exporter) if span_exporter is not None else None
-    if extra_span_processors:
+    exporting: list[SpanProcessor] = [BatchSpanProcessor(e) for e in span_exporters]
+    downstream: SpanProcessor | None = exporting[0] if len(exporting) == 1 and not extra_span_processors else None
+    if downstream is None and (exporting or extra_span_processors):
         multi = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
-        for p in [*([downstream] if downstream is not None else []), *extra_span_processors]:
+        for p in [*exporting, *extra_span_processors]:
             multi.add_span_processor(p)
         downstream = multi
     tracer_provider = TracerProvider(resource=res)

@@ -48,7 +48,7 @@ MASTRA_MESSAGES = "mastra-messages"
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
 
 
 class ToolCallInfo(_Result):

@@ -33,11 +33,14 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from .. import __version__
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
+from ..online.exporters import otlp_exporter, otlp_protocol
 from ..online.processor import ToolScoreSpanProcessor
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, decode_spans, with_parent_remote
 from .forward import ForwardQueue
+from .intake import IntakeResult
+from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
 
     from ..online.expectations import Expectation
     from ..online.live import ScoredRun
+    from ..sinks.base import ScoreSink
 
 __all__ = ["IntakeResult", "ScoringService"]
 
@@ -57,46 +61,6 @@ _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
 )
-
-
-class IntakeResult:
-    """The answer to one export request: accepted (with how many items were rejected) or refused."""
-
-    __slots__ = ("accepted", "reason", "rejected")
-
-    def __init__(self, accepted: bool, reason: str | None = None, rejected: int = 0) -> None:
-        self.accepted = accepted
-        self.reason = reason  # why refused: overload, draining
-        self.rejected = rejected  # items of an accepted request that could not be used (no ids)
-
-
-def _exporters(endpoint: str | None, protocol: str) -> tuple[SpanExporter, Any, Any]:
-    """Span, metric and log OTLP exporters for ``protocol``; ``endpoint=None`` leaves them to OTEL_* variables."""
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        if endpoint is None:
-            return OTLPSpanExporter(), OTLPMetricExporter(), OTLPLogExporter()
-        insecure = not endpoint.startswith("https://")
-        return (
-            OTLPSpanExporter(endpoint=endpoint, insecure=insecure),
-            OTLPMetricExporter(endpoint=endpoint, insecure=insecure),
-            OTLPLogExporter(endpoint=endpoint, insecure=insecure),
-        )
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
-
-    if endpoint is None:
-        return HttpSpanExporter(), HttpMetricExporter(), HttpLogExporter()
-    base = endpoint.rstrip("/")
-    return (
-        HttpSpanExporter(endpoint=f"{base}/v1/traces"),
-        HttpMetricExporter(endpoint=f"{base}/v1/metrics"),
-        HttpLogExporter(endpoint=f"{base}/v1/logs"),
-    )
 
 
 def service_resource() -> Resource:
@@ -132,6 +96,8 @@ class ScoringService:
             ``OTEL_TOOLSCORE_JUDGE_MODEL`` is set) unless ``judge`` is given; its carrier spans are
             exported with the service's own resource.
         environ: the environment read for the judge (default ``os.environ``).
+        sinks: score sinks (objects or built-in names) for the processor; default
+            ``config.scoring.sinks`` (``OTEL_TOOLSCORE_SINKS``, ``scoring.sinks`` in the config file).
     """
 
     def __init__(
@@ -146,6 +112,7 @@ class ScoringService:
         on_scored: Callable[[ScoredRun], None] | None = None,
         judge_from_environment: bool = False,
         environ: Mapping[str, str] | None = None,
+        sinks: Sequence[ScoreSink | str] | None = None,
     ) -> None:
         self.config = config
         svc = config.service
@@ -174,12 +141,13 @@ class ScoringService:
             logger_provider=self.logger_provider,
             settings=config.scoring,
             on_scored=on_scored,
+            sinks=sinks,
         )
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,
             max_bytes=svc.max_pending_bytes,
             quiet_period_s=svc.quiet_period_ms / 1000,
-            hard_timeout_s=svc.hard_timeout_s,
+            hard_timeout_s=svc.hard_timeout_ms / 1000,
             recent_traces=svc.recent_traces,
         )
         self._instruments()
@@ -203,12 +171,14 @@ class ScoringService:
                 "otel-toolscore serve: no export endpoint (--export-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT): "
                 "scores are not exported"
             )
-        protocol = svc.export_protocol or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").strip().lower()
-        if protocol == "http":
-            protocol = "http/protobuf"
         spans_out = metrics_out = logs_out = None
         if exporting:
-            spans_out, metrics_out, logs_out = _exporters(svc.export_endpoint, protocol)
+            # --export-protocol for every signal, else each signal's OTEL_EXPORTER_OTLP_* protocol
+            # (default http/protobuf, like every OpenTelemetry SDK).
+            spans_out, metrics_out, logs_out = (
+                otlp_exporter(signal, svc.export_protocol or otlp_protocol(signal), svc.export_endpoint)
+                for signal in ("traces", "metrics", "logs")
+            )
         resource = self._resource = service_resource()
         if meter_provider is None:
             readers = []
@@ -416,7 +386,7 @@ class ScoringService:
             # as remote, so the span bounds its runs as the process-local root did.
             remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
             spans.append(with_parent_remote(d.span, bool(remote)))
-        depth = {d.span_id: _depth(d.span_id, parents) for d in trace.spans}
+        depth = _depths(parents)
         by_start = sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
         for s in by_start:
             p.on_start(s, None)  # type: ignore[arg-type,unused-ignore]  # reads a ReadableSpan's fields only
@@ -429,8 +399,6 @@ class ScoringService:
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
         """Start the scorer thread and the OTLP receivers."""
-        from .receivers import GrpcReceiver, HttpReceiver
-
         svc = self.config.service
         self._scorer.start()
         self._receivers = [GrpcReceiver(self, svc), HttpReceiver(self, svc)]
@@ -451,12 +419,12 @@ class ScoringService:
         return int(self._receivers[1].port)
 
     def shutdown(self, timeout_s: float | None = None) -> None:
-        """Drain within ``timeout_s`` (default ``drain_timeout_s``): refuse new data, finish in-flight
+        """Drain within ``timeout_s`` (default ``drain_timeout_ms``): refuse new data, finish in-flight
         requests, score what the time allows, flush exports. What is left at the deadline is counted
         in ``toolscore.dropped`` (``drain_timeout``), never waited for."""
         if self._stop.is_set():
             return
-        budget = self.config.service.drain_timeout_s if timeout_s is None else timeout_s
+        budget = self.config.service.drain_timeout_ms / 1000 if timeout_s is None else timeout_s
         start = time.monotonic()
         deadline = start + budget
         self._draining = True
@@ -519,10 +487,29 @@ class _Shared(SpanProcessor):
         return bool(self._inner.force_flush(timeout_millis))
 
 
-def _depth(span_id: int, parents: dict[int, int | None]) -> int:
-    d = 0
-    cur = parents.get(span_id)
-    while cur is not None and cur in parents and d < 10_000:
-        d += 1
-        cur = parents[cur]
-    return d
+def _depths(parents: Mapping[int, int | None]) -> dict[int, int]:
+    """Every span's depth below its trace's top (the first ancestor this trace does not hold), in
+    one O(spans) pass: each parent link is followed once (memoised); a parent cycle (malformed
+    input) is cut where it closes."""
+    depth: dict[int, int] = {}
+    for start in parents:
+        if start in depth:
+            continue
+        path: list[int] = []
+        on_path: set[int] = set()
+        cur: int | None = start
+        base = -1
+        while cur is not None and cur in parents:
+            known = depth.get(cur)
+            if known is not None:
+                base = known
+                break
+            if cur in on_path:
+                break  # a cycle: its first node counts as the top
+            path.append(cur)
+            on_path.add(cur)
+            cur = parents[cur]
+        for node in reversed(path):
+            base += 1
+            depth[node] = base
+    return depth

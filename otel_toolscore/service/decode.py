@@ -37,6 +37,9 @@ _STATUS = (StatusCode.UNSET, StatusCode.OK, StatusCode.ERROR)
 # plus the objects around it. Measured: 2.8 KB of RSS per 458-byte span; this estimates 2.96 KB.
 SPAN_SIZE_FACTOR = 2
 SPAN_OVERHEAD_BYTES = 2048
+# Per decoded attribute (dict slot, key and value objects): what makes a resource or span with
+# tens of thousands of short attributes cost far more than twice its encoded size.
+ATTRIBUTE_OVERHEAD_BYTES = 160
 
 
 class DecodeError(ValueError):
@@ -119,14 +122,24 @@ def _id(raw: bytes) -> int:
     return int.from_bytes(raw, "big") if raw else 0
 
 
+def _shared_cost(holder: Any) -> int:
+    """Estimated bytes of a decoded resource or scope (its attributes dict)."""
+    n = len(holder.attributes)
+    return SPAN_SIZE_FACTOR * holder.ByteSize() + ATTRIBUTE_OVERHEAD_BYTES * n if n else 0
+
+
 def decode_spans(request: ExportTraceServiceRequest) -> Iterator[DecodedSpan]:
     """Every span of ``request`` with a valid trace and span id (others are skipped; see ``count_invalid``)."""
     for rs in request.resource_spans:
         resource = Resource(_attrs(rs.resource.attributes), rs.schema_url or None)
+        # The resource and each scope are decoded once per request and held as long as any of their
+        # spans is buffered: their cost goes on the first span that holds them.
+        shared = _shared_cost(rs.resource)
         for ss in rs.scope_spans:
             scope = InstrumentationScope(
                 ss.scope.name, ss.scope.version or None, ss.schema_url or None, _attrs(ss.scope.attributes) or None
             )
+            shared += _shared_cost(ss.scope)
             for sp in ss.spans:
                 trace_id = _id(sp.trace_id)
                 span_id = _id(sp.span_id)
@@ -161,7 +174,9 @@ def decode_spans(request: ExportTraceServiceRequest) -> Iterator[DecodedSpan]:
                     end_time=sp.end_time_unix_nano or sp.start_time_unix_nano or None,
                     instrumentation_scope=scope,
                 )
-                yield DecodedSpan(span, trace_id, span_id, parent_id, remote, SPAN_SIZE_FACTOR * sp.ByteSize() + SPAN_OVERHEAD_BYTES)
+                cost = SPAN_SIZE_FACTOR * sp.ByteSize() + SPAN_OVERHEAD_BYTES + ATTRIBUTE_OVERHEAD_BYTES * len(sp.attributes)
+                yield DecodedSpan(span, trace_id, span_id, parent_id, remote, cost + shared)
+                shared = 0
 
 
 def with_parent_remote(span: ReadableSpan, remote: bool) -> ReadableSpan:

@@ -8,10 +8,10 @@ this module adds the limits:
 
 - at most ``http_max_connections`` open connections; past it a new connection is answered 503 with
   ``Retry-After`` and closed at once (a real listen backlog, :data:`LISTEN_BACKLOG`, holds bursts);
-- a request (headers and body) must arrive within ``http_read_timeout_s`` of its first byte (else
+- a request (headers and body) must arrive within ``http_read_timeout_ms`` of its first byte (else
   503 + ``Retry-After``: OTLP senders retry that, and keep the data), a fresh connection must send
   its first request within it (else 408), and a kept-alive connection may idle
-  ``http_idle_timeout_s`` between requests: slow or silent clients are cut off, never waited for;
+  ``http_idle_timeout_ms`` between requests: slow or silent clients are cut off, never waited for;
 - a body longer than ``max_request_bytes`` is refused (413) from its ``Content-Length``, or as
   soon as a chunked body passes it, without reading the rest; a POST without a length is 411;
 - bodies being received hold memory only as their bytes arrive, at most :func:`inflight_budget`
@@ -64,7 +64,7 @@ class HttpLimits:
     read_timeout_s: float
     idle_timeout_s: float
     max_connections: int
-    retry_after_s: int
+    retry_after: str  # the Retry-After header: whole seconds
 
 
 @dataclass(slots=True)
@@ -168,7 +168,7 @@ class HttpServer:
             if self.connections >= self.limits.max_connections:
                 self._observe("connection_limit", None)
                 await self._write(writer, _raw(503, b"too many connections; retry later\n", "text/plain",
-                                               {"Retry-After": str(self.limits.retry_after_s)}))
+                                               {"Retry-After": self.limits.retry_after}))
                 return
             self.connections += 1
             try:
@@ -261,7 +261,7 @@ class HttpServer:
                     # slow but honest sender should keep its data.
                     self._observe("read_timeout", path)
                     text = f"request body not received within {self.limits.read_timeout_s:g} s; retry later\n"
-                    return Answer(503, text.encode(), headers={"Retry-After": str(self.limits.retry_after_s)}, close=True)
+                    return Answer(503, text.encode(), headers={"Retry-After": self.limits.retry_after}, close=True)
                 except h11.RemoteProtocolError as exc:
                     self._observe("protocol_error", path)
                     return Answer(400, f"bad request: {exc}\n".encode(), close=True)
@@ -273,7 +273,7 @@ class HttpServer:
                     if self.inflight_bytes + size > self._budget:
                         self._observe("overload", path)
                         return Answer(429, b"too many request bodies in flight; retry later\n",
-                                      headers={"Retry-After": str(self.limits.retry_after_s)}, close=True)
+                                      headers={"Retry-After": self.limits.retry_after}, close=True)
                     self.inflight_bytes += size
                     held += size
                     parts.append(bytes(event.data))

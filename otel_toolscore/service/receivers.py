@@ -36,9 +36,9 @@ from .. import __version__
 from ..telemetry import names
 from .decode import DecodeError, parse_logs_request, parse_trace_request
 from .http_server import Answer, HttpLimits, HttpServer
+from .intake import Intake, IntakeResult
 
 if TYPE_CHECKING:
-    from .app import IntakeResult, ScoringService
     from .settings import ServiceSettings
 
 __all__ = ["GRPC_WORKERS", "GrpcReceiver", "HttpReceiver"]
@@ -55,8 +55,9 @@ def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def _retry_status(code: int, message: str, retry_after_s: int) -> status_pb2.Status:
-    info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=retry_after_s))
+def _retry_status(code: int, message: str, retry_after_ms: int) -> status_pb2.Status:
+    delay = duration_pb2.Duration(seconds=retry_after_ms // 1000, nanos=retry_after_ms % 1000 * 1_000_000)
+    info = error_details_pb2.RetryInfo(retry_delay=delay)
     detail = any_pb2.Any()
     detail.Pack(info)
     return status_pb2.Status(code=code, message=message, details=[detail])
@@ -66,10 +67,10 @@ def _retry_status(code: int, message: str, retry_after_s: int) -> status_pb2.Sta
 class _GrpcExport:
     """One Export method (traces or logs): raw bytes in, so size and parse failures are ours to answer and count."""
 
-    def __init__(self, service: ScoringService, settings: ServiceSettings, signal: str) -> None:
+    def __init__(self, service: Intake, settings: ServiceSettings, signal: str) -> None:
         self.service = service
         self.signal = signal
-        self.retry_after_s = settings.retry_after_s
+        self.retry_after_ms = settings.retry_after_ms
         self.max_bytes = settings.max_request_bytes
 
     def __call__(self, body: bytes, context: grpc.ServicerContext) -> Any:
@@ -103,7 +104,7 @@ class _GrpcExport:
             code, grpc_code, msg = code_pb2.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE, "scoring service is draining"
         else:
             code, grpc_code, msg = code_pb2.RESOURCE_EXHAUSTED, grpc.StatusCode.RESOURCE_EXHAUSTED, _OVERLOAD_MESSAGE
-        status = _retry_status(code, msg, self.retry_after_s)
+        status = _retry_status(code, msg, self.retry_after_ms)
         info = error_details_pb2.RetryInfo()
         status.details[0].Unpack(info)
         context.set_trailing_metadata(
@@ -121,7 +122,7 @@ def _serialize(message: Any) -> bytes:
 
 
 class GrpcReceiver:
-    def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
+    def __init__(self, service: Intake, settings: ServiceSettings) -> None:
         # The transport's own size check answers RESOURCE_EXHAUSTED uncounted; let messages up to
         # twice the limit through to ours (it counts and names the limit). Calls are read one
         # worker at a time, so this bounds memory at GRPC_WORKERS * 2 * max_request_bytes.
@@ -176,7 +177,7 @@ def _status_answer(
 class HttpReceiver:
     """OTLP/HTTP on :class:`~.http_server.HttpServer`: ``/v1/traces``, ``/v1/logs``, ``/healthz``, ``/readyz``."""
 
-    def __init__(self, service: ScoringService, settings: ServiceSettings) -> None:
+    def __init__(self, service: Intake, settings: ServiceSettings) -> None:
         self.service = service
         self.settings = settings
         meter = service.meter_provider.get_meter(names.SCOPE_NAME, __version__)
@@ -188,10 +189,10 @@ class HttpReceiver:
         )
         limits = HttpLimits(
             max_request_bytes=settings.max_request_bytes,
-            read_timeout_s=settings.http_read_timeout_s,
-            idle_timeout_s=settings.http_idle_timeout_s,
+            read_timeout_s=settings.http_read_timeout_ms / 1000,
+            idle_timeout_s=settings.http_idle_timeout_ms / 1000,
             max_connections=settings.http_max_connections,
-            retry_after_s=settings.retry_after_s,
+            retry_after=settings.retry_after_header,
         )
         self._server = HttpServer(
             settings.host, settings.http_port, limits, handle=self._handle, precheck=self._precheck, observe=self._observe
@@ -283,7 +284,7 @@ class HttpReceiver:
             service.refuse(signal, "invalid", 1)
             return _status_answer(400, code_pb2.INVALID_ARGUMENT, str(exc), json_body)
         if not result.accepted:
-            retry = {"Retry-After": str(settings.retry_after_s)}
+            retry = {"Retry-After": settings.retry_after_header}
             if result.reason == "draining":
                 return _status_answer(503, code_pb2.UNAVAILABLE, "scoring service is draining", json_body, retry)
             return _status_answer(429, code_pb2.RESOURCE_EXHAUSTED, _OVERLOAD_MESSAGE, json_body, retry)

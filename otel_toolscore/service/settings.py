@@ -3,8 +3,9 @@
 The scoring settings (limits, expectations, what is written) are the processor's
 :class:`~otel_toolscore.config.Settings`, read from ``OTEL_TOOLSCORE_*``; this model holds only what
 the service adds: where it listens, when a trace counts as complete, how much it buffers, where it
-exports. An unknown ``OTEL_TOOLSCORE_SERVICE_*`` variable or config-file key fails at start with a
-message naming it, as the processor's settings do.
+exports. An unknown or unusable ``OTEL_TOOLSCORE_SERVICE_*`` variable logs a warning naming it and is
+ignored, as the processor's settings do; an unknown or invalid config-file key or flag fails at start
+with a message naming it.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..config import ENV_PREFIX, SKIP, ConfigError, Settings, build_settings, read_env
+from ..config import ENV_PREFIX, Settings
+from ..envconfig import ConfigError, EnvSettings, build_settings, migrate_renamed
 from ..files import read_config_text
 
 if sys.version_info >= (3, 11):
@@ -38,10 +40,18 @@ DEFAULT_GRPC_PORT = 4317
 DEFAULT_HTTP_PORT = 4318
 
 
-class ServiceSettings(BaseModel):
+class ServiceSettings(EnvSettings):
     """What the scoring service adds to the processor's settings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    env_prefix: ClassVar[str] = SERVICE_ENV_PREFIX
+    renamed_to_ms: ClassVar[Mapping[str, str]] = {
+        "hard_timeout_s": "hard_timeout_ms",
+        "http_read_timeout_s": "http_read_timeout_ms",
+        "http_idle_timeout_s": "http_idle_timeout_ms",
+        "retry_after_s": "retry_after_ms",
+        "drain_timeout_s": "drain_timeout_ms",
+    }
 
     host: str = Field("127.0.0.1", description="Address the OTLP receivers bind (use 0.0.0.0 in a container).")
     grpc_port: int = Field(DEFAULT_GRPC_PORT, ge=0, le=65535, description="OTLP/gRPC port (0: any free port).")
@@ -52,8 +62,9 @@ class ServiceSettings(BaseModel):
         500, ge=0, le=600_000,
         description="A trace whose root has arrived and has no missing parent is scored after this long without new spans.",
     )
-    hard_timeout_s: float = Field(
-        30.0, gt=0, le=86_400, description="A trace still incomplete this long after its first span is scored as it is."
+    hard_timeout_ms: int = Field(
+        30_000, gt=0, le=86_400_000,
+        description="A trace still incomplete this long after its first span is scored as it is.",
     )
     max_pending_spans: int = Field(
         200_000, ge=1, le=100_000_000, description="Spans buffered at once; past it requests are refused (retryable)."
@@ -65,13 +76,14 @@ class ServiceSettings(BaseModel):
     max_request_bytes: int = Field(
         16 * 1024 * 1024, ge=1024, le=1 << 32, description="Largest OTLP request body accepted (HTTP and gRPC)."
     )
-    http_read_timeout_s: float = Field(
-        10.0, gt=0, le=600,
+    http_read_timeout_ms: int = Field(
+        10_000, gt=0, le=600_000,
         description="An OTLP/HTTP request (headers and body) must arrive within this long of its first byte, and a new "
         "connection must send its first request within it; past it the connection is closed (408).",
     )
-    http_idle_timeout_s: float = Field(
-        30.0, gt=0, le=3600, description="A kept-alive OTLP/HTTP connection idle this long between requests is closed."
+    http_idle_timeout_ms: int = Field(
+        30_000, gt=0, le=3_600_000,
+        description="A kept-alive OTLP/HTTP connection idle this long between requests is closed.",
     )
     http_max_connections: int = Field(
         1024, ge=1, le=1_000_000,
@@ -82,7 +94,10 @@ class ServiceSettings(BaseModel):
         description="Enrich-and-forward: spans waiting to be exported at once; at half of it requests are refused "
         "(retryable), when full the scorer waits for room.",
     )
-    retry_after_s: int = Field(2, ge=1, le=3600, description="Retry delay advertised when refusing under overload.")
+    retry_after_ms: int = Field(
+        2_000, ge=1, le=3_600_000,
+        description="Retry delay advertised when refusing under overload (HTTP `Retry-After` rounds it up to whole seconds).",
+    )
     forward: bool = Field(
         False, description="Enrich-and-forward: export every received span, with score attributes on run roots."
     )
@@ -90,11 +105,11 @@ class ServiceSettings(BaseModel):
         None, description="OTLP endpoint for scores, metrics and forwarded spans (default: OTEL_EXPORTER_OTLP_* variables)."
     )
     export_protocol: Literal["grpc", "http/protobuf"] | None = Field(
-        None, description="Export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)."
+        None, description="Export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)."
     )
     export: bool = Field(True, description="Export over OTLP at all (off: nothing leaves the service).")
     metric_export_interval_ms: int = Field(10_000, ge=100, le=3_600_000, description="Metric export period.")
-    drain_timeout_s: float = Field(10.0, gt=0, le=600, description="Longest SIGTERM drain before exiting.")
+    drain_timeout_ms: int = Field(10_000, gt=0, le=600_000, description="Longest SIGTERM drain before exiting.")
     recent_traces: int = Field(
         100_000, ge=0, le=10_000_000, description="Completed trace ids remembered to recognise late spans."
     )
@@ -104,9 +119,10 @@ class ServiceSettings(BaseModel):
     def _check_host(cls, value: str) -> str:
         return check_bind_host(value)
 
-    @classmethod
-    def env_name(cls, field: str) -> str:
-        return SERVICE_ENV_PREFIX + field.upper()
+    @property
+    def retry_after_header(self) -> str:
+        """``retry_after_ms`` as HTTP ``Retry-After`` (whole seconds, rounded up)."""
+        return str(max(1, -(-self.retry_after_ms // 1000)))
 
 
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
@@ -163,19 +179,6 @@ def _read_file(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def _service_env(env: Mapping[str, str]) -> dict[str, Any]:
-    def parse(name: str, text: str) -> Any:
-        if not text:
-            return None if name in ("export_endpoint", "export_protocol") else SKIP
-        return text
-
-    return read_env(env, SERVICE_ENV_PREFIX, ServiceSettings.model_fields, parse=parse, what="service settings")
-
-
-def _build(model: type[BaseModel], values: Mapping[str, Any], where: Mapping[str, str]) -> Any:
-    return build_settings(model, values, where)
-
-
 def load_config(
     *,
     config_file: str | Path | None = None,
@@ -189,26 +192,24 @@ def load_config(
     flags_svc = {k: v for k, v in (service_overrides or {}).items() if v is not None}
     flags_sc = {k: v for k, v in (scoring_overrides or {}).items() if v is not None}
 
-    svc_values: dict[str, Any] = {}
-    where: dict[str, str] = {}
-    for k in doc.get("service", {}):
-        where[k] = f"service.{k} in {config_file}"
-    svc_values.update(doc.get("service", {}))
-    env_svc = _service_env(env)
+    where: dict[str, str] = {k: f"service.{k} in {config_file}" for k in doc.get("service", {})}
+    svc_values = migrate_renamed(ServiceSettings, doc.get("service", {}), where)
+    env_svc, env_where = ServiceSettings.read_environment(env, what="service settings")
     svc_values.update(env_svc)
-    where.update({k: ServiceSettings.env_name(k) for k in env_svc})
-    svc_values.update(flags_svc)
-    where.update({k: f"--{k.replace('_', '-')}" for k in flags_svc})
+    where.update(env_where)
+    flag_where = {k: f"--{k.replace('_', '-')}" for k in flags_svc}
+    svc_values.update(migrate_renamed(ServiceSettings, flags_svc, flag_where))
+    where.update(flag_where)
     unknown = set(svc_values) - set(ServiceSettings.model_fields)
     if unknown:
         key = sorted(unknown)[0]
         raise ConfigError(f"unknown setting {where.get(key, key)!s} ({key})")
-    service = _build(ServiceSettings, svc_values, where)
+    service = build_settings(ServiceSettings, svc_values, where)
 
-    # Scoring: the processor's own reader checks OTEL_TOOLSCORE_* (unknown keys fail there, naming them).
+    # Scoring: the processor's own reader checks OTEL_TOOLSCORE_* (unknown keys are warned about there).
     from_env = Settings.from_env(env)
     env_sc = {k: getattr(from_env, k) for k in from_env.model_fields_set}
-    file_sc = dict(doc.get("scoring", {}))
+    file_sc = migrate_renamed(Settings, doc.get("scoring", {}))
     unknown = set(file_sc) - set(Settings.model_fields)
     if unknown:
         raise ConfigError(f"unknown setting scoring.{sorted(unknown)[0]} in {config_file}")

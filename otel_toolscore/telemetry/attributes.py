@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,8 +41,11 @@ def openinference_annotation(
     label: str | None,
     explanation: str | None,
     annotator_kind: str,
+    identifier: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``annotations.<i>.annotation.*`` at the first index the span does not use yet."""
+    """``annotations.<i>.annotation.*`` at the first index the span does not use yet
+    (OpenInference ``spec/annotations.md``; ``metadata`` is written as a JSON object string)."""
     index = 0
     while f"{n.OI_ANNOTATION_PREFIX}.{index}.annotation.name" in existing:
         index += 1
@@ -53,4 +57,8 @@ def openinference_annotation(
         attrs[prefix + "label"] = label
     if explanation:
         attrs[prefix + "explanation"] = explanation
+    if identifier:
+        attrs[prefix + "identifier"] = identifier
+    if metadata:
+        attrs[prefix + "metadata"] = json.dumps(dict(metadata), sort_keys=True, default=str)
     return attrs

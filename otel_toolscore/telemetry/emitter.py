@@ -20,11 +20,13 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, T
 
 from .. import __version__
 from . import names as n
+from .attributes import openinference_annotation
 
 if TYPE_CHECKING:
     from ..scorers.llm import LLMScoreResult
+    from ..sinks.record import ScoreRecord
 
-__all__ = ["BoundedLabels", "Emitter", "RunRef", "judge_span_attributes", "write_carrier_span"]
+__all__ = ["BoundedLabels", "Emitter", "RunRef", "judge_span_attributes", "score_record", "write_carrier_span"]
 
 _log = logging.getLogger(__name__)
 
@@ -84,6 +86,9 @@ class Emitter:
     ) -> None:
         self.events_enabled = events
         self.metrics_enabled = metrics_enabled
+        #: where every evaluation with a score also goes, as a :class:`~otel_toolscore.sinks.ScoreRecord`
+        #: (set by the processor to its sinks' dispatcher; called on the emitting thread, must not block)
+        self.on_score: Callable[[ScoreRecord], None] | None = None
         self.agent_label = BoundedLabels(max_metric_agents, declared_agents)
         self._warned = False
         mp = meter_provider or metrics.get_meter_provider()
@@ -103,7 +108,12 @@ class Emitter:
             n.METRIC_DROPPED, unit="{item}", description="Spans, runs or records otel-toolscore dropped, by reason."
         )
         self.pending = meter.create_up_down_counter(
-            n.METRIC_PENDING_TRACES, unit="{trace}", description="Traces buffered while their runs are open."
+            n.METRIC_TRACE_PENDING, unit="{trace}", description="Traces the worker is watching (a span open, or a run waiting to be scored)."
+        )
+        self.pending_deprecated = meter.create_up_down_counter(
+            n.METRIC_PENDING_TRACES_DEPRECATED,
+            unit="{trace}",
+            description=f"Deprecated: use {n.METRIC_TRACE_PENDING} (same values; removed in the next release).",
         )
         self.judge_requests = meter.create_counter(
             n.METRIC_JUDGE_REQUESTS, unit="{request}", description="LLM judge requests, by outcome."
@@ -161,6 +171,7 @@ class Emitter:
             return
         try:
             self.pending.add(delta)
+            self.pending_deprecated.add(delta)
         except Exception as exc:
             self._guard("a metric", exc)
 
@@ -220,6 +231,12 @@ class Emitter:
                 self.score.record(float(score), mattrs, context=ctx)
             except Exception as exc:
                 self._guard("a metric", exc)
+        on_score = self.on_score
+        if on_score is not None and score is not None:
+            try:
+                on_score(score_record(ref, name, score, label, explanation, metric_attributes, extra_attributes))
+            except Exception as exc:
+                self._guard("a score record", exc)
 
     # -- the LLM judge ----------------------------------------------------------------------------
     def observe_judge_queue(self, depth: Callable[[], int]) -> None:
@@ -274,6 +291,36 @@ class Emitter:
             self._guard("a metric", exc)
 
 
+def score_record(
+    ref: RunRef,
+    name: str,
+    score: float,
+    label: str | None,
+    explanation: str | None,
+    *attribute_maps: Mapping[str, Any] | None,
+) -> ScoreRecord:
+    """The sinks' record of one evaluation; scalar metric and event attributes become its metadata."""
+    from ..sinks.record import MAX_EXPLANATION_CHARS, ScoreRecord
+
+    metadata: dict[str, str | int | float | bool] = {}
+    for attrs in attribute_maps:
+        for k, v in (attrs or {}).items():
+            if isinstance(v, (str, int, float, bool)) and not k.startswith("gen_ai.evaluation."):
+                metadata.setdefault(k, v)
+    return ScoreRecord(
+        trace_id=format(ref.trace_id, "032x"),
+        span_id=format(ref.span_id, "016x"),
+        name=name,
+        annotator_kind=n.ANNOTATOR_KIND_LLM if name == n.EVAL_LLM else n.ANNOTATOR_KIND_CODE,
+        score=float(score),
+        label=label,
+        explanation=_bounded_text(explanation, MAX_EXPLANATION_CHARS) if explanation else None,
+        agent_name=ref.agent_name,
+        conversation_id=ref.conversation_id,
+        metadata=metadata,
+    )
+
+
 def _bounded_text(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "\u2026"
 
@@ -323,6 +370,23 @@ def judge_span_attributes(
             _bounded_text(t, max_text_chars) for t in result.analyze_step_result.missing_tools[:max_evaluations]
         ]
         attrs[n.JUDGE_STRUCTURED_OUTPUT] = bool(result.usage.structured_output)
+        # OpenInference's post-hoc feedback form (spec/annotations.md): the carrier links exactly
+        # one span, the evaluated one, and the result describes that span, not the carrier.
+        metadata = {n.JUDGE_MODEL: model}
+        if sampled_by:
+            metadata[n.ATTR_JUDGE_SAMPLED_BY] = sampled_by
+        attrs.update(
+            openinference_annotation(
+                {},
+                name=n.EVAL_LLM,
+                score=result.score,
+                label=label,
+                explanation=attrs.get(n.GEN_AI_EVALUATION_EXPLANATION),
+                annotator_kind=n.ANNOTATOR_KIND_LLM,
+                identifier=n.ANNOTATION_IDENTIFIER,
+                metadata=metadata,
+            )
+        )
     return attrs
 
 

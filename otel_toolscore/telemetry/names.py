@@ -42,10 +42,18 @@ RUN_OUTCOME: Final = "toolscore.run.outcome"
 OI_ANNOTATION_PREFIX: Final = "annotations"
 
 # -- metrics ------------------------------------------------------------------------------------------
+# `gen_ai.evaluation.score` is not (yet) in the GenAI semantic conventions, which define the
+# `gen_ai.evaluation.result` event and its `gen_ai.evaluation.*` attributes only: it is the de facto
+# name evaluation libraries record scores under, kept so dashboards and alerts built on it work.
 METRIC_SCORE: Final = "gen_ai.evaluation.score"
 METRIC_RUNS: Final = "toolscore.runs"
 METRIC_DROPPED: Final = "toolscore.dropped"
-METRIC_PENDING_TRACES: Final = "toolscore.pending_traces"
+# An UpDownCounter is not pluralised (semantic conventions, "Do not pluralize UpDownCounter names"):
+# traces in the state pending, as `cicd.pipeline.run.active`.
+METRIC_TRACE_PENDING: Final = "toolscore.trace.pending"
+# Deprecated: the same values under the old, pluralised name, still recorded for one release so that
+# dashboards and alerts can move; removed in the release after.
+METRIC_PENDING_TRACES_DEPRECATED: Final = "toolscore.pending_traces"
 METRIC_JUDGE_REQUESTS: Final = "toolscore.judge.requests"
 METRIC_JUDGE_SKIPPED: Final = "toolscore.judge.skipped"
 METRIC_JUDGE_TOKENS: Final = "toolscore.judge.tokens"
@@ -76,7 +84,18 @@ DROP_REASONS: Final = (
     "known_spans_limit",
     "span_queue_full",
     "callback_queue_full",
+    "sink_queue_full",
+    "sink_failed",
 )
+# -- score sinks (``otel_toolscore.sinks``) -------------------------------------------------------------
+# Built-in sinks, by the name ``OTEL_TOOLSCORE_SINKS`` lists.
+SINK_NAMES: Final = ("phoenix", "langfuse")
+# Who produced a score, in OpenInference's and Phoenix's terms (``annotator_kind``).
+ANNOTATOR_KIND_CODE: Final = "CODE"
+ANNOTATOR_KIND_LLM: Final = "LLM"
+# The stable producer id of every score we write (OpenInference ``identifier``): a backend that keys
+# results by (target, name, identifier) replaces a re-score instead of adding a second result.
+ANNOTATION_IDENTIFIER: Final = "otel-toolscore"
 # -- the LLM judge -----------------------------------------------------------------------------------
 # Set by the application on the run's root span (or as baggage) to ask for this run to be judged.
 ATTR_JUDGE_FLAG: Final = "toolscore.judge"

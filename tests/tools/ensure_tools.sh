@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the external tools the service/collector/alert tests use, without changing the system:
 #   - rotel (a native OpenTelemetry collector shipped as a binary in a PyPI wheel) into the venv;
-#   - promtool (Debian's `prometheus` package), fetched with `apt-get download` and unpacked with
+#   - promtool of the Prometheus 3 release deploy/ pins (Debian's `promtool` package, from sid: the
+#     stable releases still ship Prometheus 2), fetched with `apt-get download` through a private apt
+#     state under .cache/apt-sid (the machine's sources and lists are not touched) and unpacked with
 #     `dpkg -x` under .cache/debs (git-ignored);
 #   with --e2e also:
-#   - VictoriaMetrics (+ vmalert) and Alertmanager from Debian trixie, fetched the same way through a
-#     private apt state under .cache/apt-trixie (the machine's sources and lists are not touched);
+#   - VictoriaMetrics (+ vmalert) and Alertmanager from Debian trixie, fetched the same way through
+#     .cache/apt-trixie;
 #   - Arize Phoenix from PyPI in its own venv, .cache/phoenix-venv;
 #   - Debian's chromium (the HTML report test opens the report in it), installed with the machine's
 #     own apt sources when it is missing: the one system package, since a browser needs its libraries.
@@ -32,26 +34,14 @@ unpack() {  # unpack PACKAGE: the newest downloaded .deb of PACKAGE into $DEBS/P
     dpkg -x "$deb" "$DEBS/$pkg"
 }
 
-fetch_deb() {  # fetch_deb PACKAGE BINARY: from the machine's own sources
-    local pkg="$1" bin="$2"
+fetch_suite_deb() {  # fetch_suite_deb SUITE PACKAGE BINARY: from Debian SUITE, private apt state
+    local suite="$1" pkg="$2" bin="$3" apt="$CACHE/apt-$1"
     [ -x "$DEBS/$pkg/usr/bin/$bin" ] && return 0
-    mkdir -p "$DEBS/download"
-    if ! (cd "$DEBS/download" && apt-get download -q "$pkg" >/dev/null 2>&1); then
-        apt-get update -qq >/dev/null 2>&1 || true  # a fresh machine may have no package lists yet
-        (cd "$DEBS/download" && apt-get download -q "$pkg" >/dev/null)
-    fi
-    unpack "$pkg"
-    test -x "$DEBS/$pkg/usr/bin/$bin"
-}
-
-fetch_trixie_deb() {  # fetch_trixie_deb PACKAGE BINARY: from Debian trixie, private apt state
-    local pkg="$1" bin="$2" apt="$CACHE/apt-trixie"
-    [ -x "$DEBS/$pkg/usr/bin/$bin" ] && return 0
-    mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc" "$DEBS/download-trixie"
-    cat > "$apt/etc/trixie.sources" <<SOURCES
+    mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc" "$DEBS/download-$suite"
+    cat > "$apt/etc/$suite.sources" <<SOURCES
 Types: deb
 URIs: http://deb.debian.org/debian
-Suites: trixie
+Suites: $suite
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SOURCES
@@ -61,16 +51,16 @@ SOURCES
         apt-get "${opts[@]}" update -qq >/dev/null
         touch "$apt/lists/.updated"
     fi
-    (cd "$DEBS/download-trixie" && apt-get "${opts[@]}" download -q "$pkg" >/dev/null)
+    (cd "$DEBS/download-$suite" && apt-get "${opts[@]}" download -q "$pkg" >/dev/null)
     unpack "$pkg"
     test -x "$DEBS/$pkg/usr/bin/$bin"
 }
 
-fetch_deb prometheus promtool
+fetch_suite_deb sid promtool promtool
 
 if [ "$E2E" = 1 ]; then
-    fetch_trixie_deb victoria-metrics victoria-metrics
-    fetch_trixie_deb prometheus-alertmanager prometheus-alertmanager
+    fetch_suite_deb trixie victoria-metrics victoria-metrics
+    fetch_suite_deb trixie prometheus-alertmanager prometheus-alertmanager
     # Debian's Alertmanager reads its default notification template from the absolute directory
     # /usr/share/prometheus/alertmanager, which an unpacked (not installed) package does not have.
     # A copy of the binary names a directory of the same length under /tmp instead (same-length

@@ -1,7 +1,8 @@
 """External tools for the tests (rotel, promtool), installed on demand by ``ensure_tools.sh``.
 
-Nothing is installed system-wide: rotel comes from PyPI into the project's venv, promtool from
-Debian's ``prometheus`` package unpacked under ``.cache/debs`` (git-ignored).
+Nothing is installed system-wide: rotel comes from PyPI into the project's venv, promtool (of the
+Prometheus 3 release ``deploy/`` pins) from Debian's ``promtool`` package unpacked under
+``.cache/debs`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def rotel_binary() -> Path:
 
 
 def promtool_binary() -> Path:
-    path = DEBS / "prometheus" / "usr" / "bin" / "promtool"
+    path = DEBS / "promtool" / "usr" / "bin" / "promtool"
     if not path.exists():
         _ensure()
     return path

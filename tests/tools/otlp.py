@@ -163,3 +163,45 @@ def wait_port(port: int, timeout: float = 15.0) -> None:
                 return
         time.sleep(0.05)
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@contextmanager
+def grpc_capture_server() -> Iterator[tuple[str, Capture]]:
+    """An OTLP/gRPC backend on 127.0.0.1: yields (``http://127.0.0.1:port``, capture); requests are
+    filed under the same paths as the HTTP server's (``/v1/traces`` …)."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    capture = Capture()
+
+    def keep(path: str, request: Any) -> Any:
+        with capture.lock:
+            capture.requests[path].append(request)
+        return _KINDS[path][1]()
+
+    class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:
+            return keep("/v1/traces", request)
+
+    class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:
+            return keep("/v1/metrics", request)
+
+    class Logs(logs_service_pb2_grpc.LogsServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:
+            return keep("/v1/logs", request)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}", capture
+    finally:
+        server.stop(0)

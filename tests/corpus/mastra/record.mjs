@@ -123,7 +123,8 @@ function scriptedModel(label, steps) {
 }
 
 // ---- scenarios --------------------------------------------------------------------------------------
-// Each agent spec: name, tools, script (model steps). A call: {id, name, args, status?, kind?}.
+// Each agent spec: name, tools, script (model steps). A call: {id, name, args, status?, kind?, inner?};
+// `inner` lists the tool calls the call runs itself (a workflow's tool steps), listed right after it.
 const WEATHER_INSTRUCTIONS = 'You are a weather assistant. Use the tools.';
 const SCENARIOS = [
   {
@@ -230,15 +231,25 @@ const SCENARIOS = [
       tools: {},
       workflows: ['forecastWorkflow'],
       steps: [
-        [{ id: 'call_1', name: 'workflow-forecastWorkflow', args: { inputData: { city: 'Paris' } } }],
+        [
+          {
+            id: 'call_1',
+            name: 'workflow-forecastWorkflow',
+            args: { inputData: { city: 'Paris' } },
+            kind: 'framework',
+            inner: [{ name: 'getWeather', args: { city: 'Paris' } }],
+          },
+        ],
         'Forecast: Paris: 18°C, clear.',
       ],
     },
     notes:
       'plannerAgent has no plain tools, only the workflow forecastWorkflow, which Mastra exposes to the model as ' +
       'the tool "workflow-forecastWorkflow" with arguments {inputData}. The workflow runs the getWeather tool ' +
-      'as its first STEP (createStep(tool)); that is NOT a tool call of the agent and is not listed: it appears ' +
-      'only as a workflow_step span (no execute_tool span). Workflows are not agent runs, so there is one run.',
+      'as its first STEP (createStep(tool)): a call of getWeather nested in the workflow call (issue 12, point 4), ' +
+      'which is kind "framework" (the steps are the work). It appears only as a workflow_step span (no ' +
+      'execute_tool span, no call id). The second step, formatForecast, is a plain function step, not a tool, ' +
+      'so it is not listed. Workflows are not agent runs, so there is one run.',
   },
   {
     name: 'stream_multi_step',
@@ -299,6 +310,7 @@ function runTruth(spec, { userQuery, parent }) {
   const calls = spec.steps
     .filter((s) => typeof s !== 'string')
     .flat()
+    .flatMap((c) => [c, ...(c.inner ?? [])])
     .map((c) => ({ name: c.name, arguments: c.args, status: c.status ?? 'ok', kind: c.kind ?? 'tool', call_id: c.id ?? null }));
   const finalText = spec.steps[spec.steps.length - 1];
   return {
@@ -319,7 +331,12 @@ function runTruth(spec, { userQuery, parent }) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const rx = await startReceiver();
 
-for (const scenario of SCENARIOS) {
+// `node record.mjs [scenario ...]` records the named scenarios only (all of them by default).
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((n) => !SCENARIOS.some((s) => s.name === n));
+if (unknown.length) throw new Error(`unknown scenario(s): ${unknown.join(', ')}`);
+
+for (const scenario of SCENARIOS.filter((s) => !wanted.length || wanted.includes(s.name))) {
   const exporter = new OtelExporter({ provider: { custom: { endpoint: rx.endpoint, protocol: 'http/json' } } });
   const subAgents = Object.fromEntries(
     Object.entries(scenario.subAgents ?? {}).map(([key, spec]) => [key, buildAgent(spec, `${scenario.name}-${key}`)]),

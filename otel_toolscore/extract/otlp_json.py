@@ -1,0 +1,211 @@
+"""OTLP/JSON documents (already parsed into dicts) → :class:`SpanRecord` / :class:`LogRecordView`.
+
+Read straight from the parsed JSON, without building protobuf messages first: protobuf's
+``json_format.ParseDict`` costs several times the JSON parse itself, and the readers need a plain
+view anyway. Both JSON spellings are accepted, as OTLP/HTTP writes them (camelCase keys, hex ids,
+enums as numbers) and as protobuf's JSON mapping writes them (base64 ids, enum names, optionally
+snake_case keys). Ids are told apart by length, once per id: 32 / 16 characters are hex, 24 / 12 are
+base64 of 16 / 8 bytes.
+
+Malformed shapes raise :class:`OtlpJsonError` naming what is wrong; the caller reports it and reads on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .records import LogRecordView, SpanRecord
+
+__all__ = ["OtlpJsonError", "log_views_from_json", "span_records_from_json"]
+
+_KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
+_STATUSES = ("UNSET", "OK", "ERROR")
+_EMPTY: Mapping[str, Any] = {}
+
+
+class OtlpJsonError(ValueError):
+    """A JSON document that is not a valid OTLP export request where it matters."""
+
+
+def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def _id(value: Any, size: int) -> str | None:
+    """An id as lower-case hex (``None`` when absent or all zeros)."""
+    if not value:
+        return None
+    if not isinstance(value, str):
+        raise OtlpJsonError(f"id is a {type(value).__name__}, not a string")
+    if len(value) == size * 2:
+        text = value.lower()
+        try:
+            raw = bytes.fromhex(text)
+        except ValueError:
+            raw = None
+        if raw is not None:
+            return text if any(raw) else None
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise OtlpJsonError(f"id {value[:40]!r} is neither hex nor base64") from exc
+    if not any(raw):
+        return None
+    return raw.hex().rjust(size * 2, "0") if len(raw) <= size else raw.hex()
+
+
+def _int(value: Any) -> int:
+    if value is None or value == "":
+        return 0
+    if isinstance(value, bool):
+        raise OtlpJsonError("a boolean where a number belongs")
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise OtlpJsonError(f"{str(value)[:40]!r} is not an integer") from exc
+
+
+def any_value_json(value: Any) -> Any:
+    """An OTLP/JSON ``AnyValue`` as a Python value (arrays as lists, kvlists as dicts)."""
+    if type(value) is not dict:
+        return None
+    text = value.get("stringValue")  # most values: one lookup
+    if type(text) is str:
+        return text
+    for key, item in value.items():  # exactly one key in a valid AnyValue; the first one wins
+        if key == "stringValue" or key == "string_value":
+            return item if isinstance(item, str) else str(item)
+        if key == "intValue" or key == "int_value":
+            return _int(item)
+        if key == "boolValue" or key == "bool_value":
+            return bool(item)
+        if key == "doubleValue" or key == "double_value":
+            try:
+                return float(item)
+            except (TypeError, ValueError) as exc:
+                raise OtlpJsonError(f"{str(item)[:40]!r} is not a number") from exc
+        if key == "arrayValue" or key == "array_value":
+            values = item.get("values") if type(item) is dict else None
+            return [any_value_json(v) for v in values or ()]
+        if key == "kvlistValue" or key == "kvlist_value":
+            values = item.get("values") if type(item) is dict else None
+            return attributes_json(values)
+        if key == "bytesValue" or key == "bytes_value":
+            try:
+                return base64.b64decode(item or "")
+            except (binascii.Error, ValueError, TypeError) as exc:
+                raise OtlpJsonError("bytesValue is not base64") from exc
+    return None
+
+
+def attributes_json(kvs: Any) -> dict[str, Any]:
+    """A list of OTLP/JSON ``KeyValue`` s as a dict (the last value of a repeated key wins, as in protobuf)."""
+    if not kvs:
+        return {}
+    if type(kvs) is not list:
+        raise OtlpJsonError(f"attributes are a {type(kvs).__name__}, not a list")
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        if type(kv) is not dict:
+            raise OtlpJsonError("an attribute is not an object")
+        out[str(kv.get("key", ""))] = any_value_json(kv.get("value"))
+    return out
+
+
+def _enum(value: Any, names: tuple[str, ...], prefix: str, default: str) -> str:
+    if value is None or value == "":
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return names[value] if 0 <= value < len(names) else default
+    if isinstance(value, str):
+        name = value.removeprefix(prefix)
+        return name if name in names else default
+    return default
+
+
+def _list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any]:
+    value = _get(obj, camel, snake)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise OtlpJsonError(f"{camel} is a {type(value).__name__}, not a list")
+    return value
+
+
+def span_records_from_json(doc: Mapping[str, Any]) -> Iterator[SpanRecord]:
+    """The spans of one OTLP/JSON ``ExportTraceServiceRequest`` document."""
+    for rs in _list(doc, "resourceSpans", "resource_spans"):
+        if type(rs) is not dict:
+            raise OtlpJsonError("a resourceSpans item is not an object")
+        resource = rs.get("resource")
+        res_attrs = attributes_json(resource.get("attributes")) if type(resource) is dict else {}
+        for ss in _list(rs, "scopeSpans", "scope_spans"):
+            if type(ss) is not dict:
+                raise OtlpJsonError("a scopeSpans item is not an object")
+            scope = ss.get("scope")
+            scope_name = (scope.get("name") or None) if type(scope) is dict else None
+            for sp in _list(ss, "spans", "spans"):
+                if type(sp) is not dict:
+                    raise OtlpJsonError("a span is not an object")
+                status = sp.get("status")
+                if type(status) is not dict:
+                    status = _EMPTY
+                events = []
+                for ev in _list(sp, "events", "events"):
+                    if type(ev) is not dict:
+                        raise OtlpJsonError("a span event is not an object")
+                    events.append((
+                        str(ev.get("name", "")),
+                        attributes_json(ev.get("attributes")),
+                        _int(_get(ev, "timeUnixNano", "time_unix_nano")),
+                    ))
+                yield SpanRecord(
+                    trace_id=_id(_get(sp, "traceId", "trace_id"), 16) or "0" * 32,
+                    span_id=_id(_get(sp, "spanId", "span_id"), 8) or "0" * 16,
+                    parent_span_id=_id(_get(sp, "parentSpanId", "parent_span_id"), 8),
+                    name=str(sp.get("name", "")),
+                    kind=_enum(sp.get("kind"), _KINDS, "SPAN_KIND_", "UNSPECIFIED"),
+                    attributes=attributes_json(sp.get("attributes")),
+                    events=tuple(events),
+                    status_code=_enum(status.get("code"), _STATUSES, "STATUS_CODE_", "UNSET"),
+                    status_message=status.get("message") or None,
+                    start_time_unix_nano=_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano")),
+                    end_time_unix_nano=_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
+                    scope_name=scope_name,
+                    resource_attributes=res_attrs,
+                )
+
+
+def log_views_from_json(doc: Mapping[str, Any]) -> Iterator[LogRecordView]:
+    """The log records of one OTLP/JSON ``ExportLogsServiceRequest`` document."""
+    for rl in _list(doc, "resourceLogs", "resource_logs"):
+        if type(rl) is not dict:
+            raise OtlpJsonError("a resourceLogs item is not an object")
+        resource = rl.get("resource")
+        res_attrs = attributes_json(resource.get("attributes")) if type(resource) is dict else {}
+        for sl in _list(rl, "scopeLogs", "scope_logs"):
+            if type(sl) is not dict:
+                raise OtlpJsonError("a scopeLogs item is not an object")
+            scope = sl.get("scope")
+            scope_name = (scope.get("name") or None) if type(scope) is dict else None
+            for lr in _list(sl, "logRecords", "log_records"):
+                if type(lr) is not dict:
+                    raise OtlpJsonError("a log record is not an object")
+                attrs = attributes_json(lr.get("attributes"))
+                name = _get(lr, "eventName", "event_name") or attrs.get("event.name")
+                body = lr.get("body")
+                yield LogRecordView(
+                    trace_id=_id(_get(lr, "traceId", "trace_id"), 16),
+                    span_id=_id(_get(lr, "spanId", "span_id"), 8),
+                    event_name=str(name) if name else None,
+                    body=any_value_json(body) if body is not None else None,
+                    attributes=attrs,
+                    time_unix_nano=_int(_get(lr, "timeUnixNano", "time_unix_nano"))
+                    or _int(_get(lr, "observedTimeUnixNano", "observed_time_unix_nano")),
+                    scope_name=scope_name,
+                    resource_attributes=res_attrs,
+                )

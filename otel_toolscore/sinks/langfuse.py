@@ -1,0 +1,171 @@
+"""``LangfuseSink``: scores as Langfuse scores, through the ``langfuse`` SDK's API client.
+
+Langfuse's OTLP endpoint turns spans into traces and observations but maps no span attribute to a
+score. For spans it received over OTLP, the Langfuse trace id is the OpenTelemetry trace id and the
+observation id is the span id (both in hex), so each record becomes two scores on the evaluated
+observation:
+
+* ``<name>`` (``tool_call_accuracy`` / ``tool_call_accuracy_llm``): ``NUMERIC``, the score;
+* ``<name>.label``: ``CATEGORICAL``, ``pass`` / ``fail``;
+
+both with the explanation as ``comment``. Score ids are derived from (trace, span, name, identifier),
+so a re-score replaces the scores instead of adding more (Langfuse upserts scores by id).
+
+Needs the ``langfuse`` package, 5.x (``pip install 'otel-toolscore[langfuse]'``). Only the SDK's
+REST client is used (``langfuse.api``): no ``Langfuse()`` client is created here — it would set up a
+tracer provider of its own, and its per-key singleton would impose our settings on the
+application's own Langfuse client. Credentials and host come from the arguments or the
+SDK's variables: ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_BASE_URL`` (or
+``LANGFUSE_HOST``), ``LANGFUSE_TRACING_ENVIRONMENT``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .base import ScoreSink
+from .record import ScoreRecord
+from .retry import RetryableError, SinkError, check_request_limits, with_retries
+
+if TYPE_CHECKING:
+    from langfuse.api import LangfuseAPI
+
+__all__ = ["DEFAULT_BASE_URL", "LangfuseSink", "langfuse_scores"]
+
+#: the Langfuse SDK's own default host
+DEFAULT_BASE_URL = "https://cloud.langfuse.com"
+# Namespace of the score ids (any fixed UUID: it only has to stay the same across releases).
+_SCORE_ID_NAMESPACE = uuid.UUID("6f1d3c2a-8b4e-5d7f-9a0b-1c2d3e4f5a6b")
+LABEL_SUFFIX = ".label"
+
+
+class LangfuseSink(ScoreSink):
+    """Posts every score to Langfuse's scores API (``POST /api/public/scores``), one request per batch.
+
+    Args:
+        public_key, secret_key, base_url, environment: default to the Langfuse SDK's variables.
+        timeout_s: per request.
+        max_retries: further attempts after a connection error, 408/409/429 or 5xx (exponential
+            backoff, ``Retry-After`` honoured up to 4 s); other errors are not retried.
+        max_batch: records per request (two scores each).
+        api: a ``langfuse.api.LangfuseAPI`` to use (e.g. ``Langfuse().api``) instead of building one.
+        environ: where the variables are read (default ``os.environ``).
+    """
+
+    name = "langfuse"
+
+    def __init__(
+        self,
+        *,
+        public_key: str | None = None,
+        secret_key: str | None = None,
+        base_url: str | None = None,
+        environment: str | None = None,
+        timeout_s: float = 5.0,
+        max_retries: int = 2,
+        max_batch: int = 100,
+        api: LangfuseAPI | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        try:
+            from langfuse.api import LangfuseAPI
+            from langfuse.api.core import ApiError
+        except ImportError as exc:
+            raise ImportError("LangfuseSink needs the langfuse package (5.x): pip install 'otel-toolscore[langfuse]'") from exc
+        check_request_limits(timeout_s, max_retries, max_batch)
+        env = os.environ if environ is None else environ
+        self.environment = environment or env.get("LANGFUSE_TRACING_ENVIRONMENT") or None
+        self.max_retries = max_retries
+        self.max_batch = max_batch
+        self._timeout_s = timeout_s
+        self._api_error = ApiError
+        if api is None:
+            public_key = public_key or env.get("LANGFUSE_PUBLIC_KEY")
+            secret_key = secret_key or env.get("LANGFUSE_SECRET_KEY")
+            if not public_key or not secret_key:
+                raise ValueError("LangfuseSink needs a public and a secret key (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY)")
+            base_url = base_url or env.get("LANGFUSE_BASE_URL") or env.get("LANGFUSE_HOST") or DEFAULT_BASE_URL
+            if not base_url.startswith(("http://", "https://")):
+                raise ValueError(f"Langfuse base URL must be an http(s) URL, not {base_url!r}")
+            from .. import __version__
+
+            api = LangfuseAPI(
+                base_url=base_url.rstrip("/"),
+                username=public_key,
+                password=secret_key,
+                x_langfuse_sdk_name="otel-toolscore",
+                x_langfuse_sdk_version=__version__,
+                x_langfuse_public_key=public_key,
+                timeout=timeout_s,
+            )
+            self.base_url = base_url.rstrip("/")
+        else:
+            self.base_url = base_url or ""
+        self._api = api
+
+    def export(self, records: Sequence[ScoreRecord]) -> int | None:
+        scores: list[Any] = []
+        for record in records:
+            scores.extend(langfuse_scores(record, environment=self.environment))
+        response = with_retries(lambda: self._send(scores), self.max_retries)
+        rejected = getattr(response, "rejected", None)  # 207: some accepted, some not (not retried)
+        if isinstance(rejected, int) and rejected > 0:
+            return min(len(records), rejected)
+        return None
+
+    def _send(self, scores: list[Any]) -> Any:
+        import httpx
+
+        try:
+            return self._api.scores.create(
+                request=scores, request_options={"max_retries": 0, "timeout_in_seconds": int(max(1, self._timeout_s))}
+            )
+        except httpx.TransportError as exc:
+            raise RetryableError(f"Langfuse at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+        except self._api_error as exc:
+            status = exc.status_code
+            detail = f"Langfuse at {self.base_url} answered {status}: {str(exc.body)[:300]}"
+            if status is None or status >= 500 or status in (408, 409, 429):
+                raise RetryableError(detail) from exc
+            raise SinkError(detail) from exc
+
+    def __repr__(self) -> str:
+        return f"LangfuseSink(base_url={self.base_url!r})"
+
+
+def langfuse_scores(record: ScoreRecord, *, environment: str | None = None) -> list[Any]:
+    """The two Langfuse scores (numeric, then categorical when there is a label) of ``record``."""
+    from langfuse.api import CreateScoreRequest
+
+    metadata: dict[str, Any] = {"annotator_kind": record.annotator_kind, "identifier": record.identifier}
+    metadata.update(record.metadata)
+    if record.agent_name:
+        metadata["gen_ai.agent.name"] = record.agent_name
+    if record.conversation_id:
+        metadata["gen_ai.conversation.id"] = record.conversation_id
+    common: dict[str, Any] = {"trace_id": record.trace_id, "observation_id": record.span_id, "metadata": metadata}
+    if record.explanation:
+        common["comment"] = record.explanation
+    if environment:
+        common["environment"] = environment  # absent, not null: the API then uses its default
+    scores = [
+        CreateScoreRequest(
+            id=score_id(record, record.name), name=record.name, value=record.score, data_type="NUMERIC", **common
+        )
+    ]
+    if record.label is not None:
+        label_name = record.name + LABEL_SUFFIX
+        scores.append(
+            CreateScoreRequest(
+                id=score_id(record, label_name), name=label_name, value=record.label, data_type="CATEGORICAL", **common
+            )
+        )
+    return scores
+
+
+def score_id(record: ScoreRecord, name: str) -> str:
+    """The same id for the same (trace, span, score name, producer): Langfuse then replaces, not adds."""
+    return str(uuid.uuid5(_SCORE_ID_NAMESPACE, f"{record.trace_id}/{record.span_id}/{name}/{record.identifier}"))

@@ -1,0 +1,52 @@
+"""``ScoreRecord``: one score of one evaluated span, as every sink receives it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..telemetry.names import ANNOTATION_IDENTIFIER, LABEL_PASS
+
+__all__ = ["AnnotatorKind", "MetadataValue", "ScoreRecord"]
+
+#: Who produced the score: the code scorer (``CODE``) or the LLM judge (``LLM``).
+AnnotatorKind = Literal["CODE", "LLM"]
+MetadataValue = str | int | float | bool
+
+#: Longest explanation a record carries (the judge's reason can be long; backends cut it anyway).
+MAX_EXPLANATION_CHARS = 4096
+
+
+class ScoreRecord(BaseModel):
+    """A score of the span it evaluates: where that span is, the result, and who produced it.
+
+    The ids are the OpenTelemetry ids in lowercase hex — what Phoenix calls ``span_id``, and what
+    Langfuse uses as trace id and observation id for spans it received over OTLP.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trace_id: str = Field(pattern=r"^[0-9a-f]{32}$", description="The evaluated span's trace id (32 hex digits).")
+    span_id: str = Field(pattern=r"^[0-9a-f]{16}$", description="The evaluated span's id (16 hex digits).")
+    name: str = Field(min_length=1, description="`tool_call_accuracy` (code scorer) or `tool_call_accuracy_llm` (judge).")
+    annotator_kind: AnnotatorKind
+    score: float = Field(description="The score, 0..1.")
+    label: str | None = Field(None, description="`pass` or `fail`.")
+    explanation: str | None = Field(None, max_length=MAX_EXPLANATION_CHARS)
+    identifier: str = Field(
+        ANNOTATION_IDENTIFIER, description="Producer id: a re-score with the same name and id replaces the old one."
+    )
+    agent_name: str | None = None
+    conversation_id: str | None = None
+    metadata: dict[str, MetadataValue] = Field(
+        default_factory=dict,
+        description="Low-cardinality context: `toolscore.expected_tool`, `toolscore.judge.model`, `toolscore.judge.sampled_by`.",
+    )
+
+    @property
+    def passed(self) -> bool | None:
+        """``True``/``False`` from the label; ``None`` without one."""
+        if self.label is None:
+            return None
+        return self.label == LABEL_PASS

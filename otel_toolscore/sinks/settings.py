@@ -1,0 +1,135 @@
+"""Sinks by name (``OTEL_TOOLSCORE_SINKS``) and their settings (``OTEL_TOOLSCORE_<SINK>_<NAME>``).
+
+As the OpenTelemetry SDK's configuration spec asks of environment variables: a bad value or an
+unknown variable is a warning naming it, and the default is used — a typo must never turn scoring
+off. Names given as arguments (``sinks=["phoenix"]``, ``serve --sinks``) fail fast instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from ..config import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
+from .base import ScoreSink
+
+__all__ = [
+    "LangfuseSinkSettings",
+    "PhoenixSinkSettings",
+    "parse_sink_names",
+    "resolve_sinks",
+    "sink_from_name",
+    "sink_settings_from_env",
+]
+
+_log = logging.getLogger(__name__)
+
+class PhoenixSinkSettings(BaseModel):
+    """``OTEL_TOOLSCORE_PHOENIX_*``; endpoint and key fall back to Phoenix's own variables."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    endpoint: str | None = Field(
+        None, description="Phoenix base URL (default: `PHOENIX_COLLECTOR_ENDPOINT`, else `http://localhost:6006`)."
+    )
+    api_key: SecretStr | None = Field(None, description="Bearer key (default: `PHOENIX_API_KEY`).")
+    timeout_ms: int = Field(5_000, ge=1, le=600_000, description="Per request.")
+    max_retries: int = Field(2, ge=0, le=10, description="Further attempts after a connection error, 429 or 5xx.")
+    max_batch: int = Field(100, ge=1, le=10_000, description="Annotations per request.")
+
+
+class LangfuseSinkSettings(BaseModel):
+    """``OTEL_TOOLSCORE_LANGFUSE_*``; credentials and host are the Langfuse SDK's own variables."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_ms: int = Field(5_000, ge=1, le=600_000, description="Per request.")
+    max_retries: int = Field(2, ge=0, le=10, description="Further attempts after a connection error, 408/409/429 or 5xx.")
+    max_batch: int = Field(100, ge=1, le=10_000, description="Records per request (two scores each).")
+
+
+_SETTINGS: dict[str, type[BaseModel]] = {"phoenix": PhoenixSinkSettings, "langfuse": LangfuseSinkSettings}
+
+
+def sink_settings_from_env(name: str, environ: Mapping[str, str] | None = None) -> BaseModel:
+    """The settings of sink ``name`` from its variables; bad or unknown ones are warned about and ignored."""
+    model = _SETTINGS[name]
+    env = os.environ if environ is None else environ
+    prefix = f"{ENV_PREFIX}{name.upper()}_"
+    known = {prefix + field.upper(): field for field in model.model_fields}
+    values: dict[str, Any] = {}
+    for key, raw in env.items():
+        if not key.startswith(prefix):
+            continue
+        field = known.get(key)
+        if field is None:
+            _log.warning("otel-toolscore: unknown setting %s ignored (known: %s)", key, ", ".join(sorted(known)))
+            continue
+        text = raw.strip()
+        if not text:
+            continue  # empty means "use the default"
+        try:
+            model(**{field: text})
+        except ValidationError as exc:
+            shown = "***" if field == "api_key" else repr(raw)
+            _log.warning("otel-toolscore: invalid %s=%s ignored, default used: %s", key, shown, exc.errors()[0]["msg"])
+            continue
+        values[field] = text
+    return model(**values)
+
+
+def sink_from_name(name: str, environ: Mapping[str, str] | None = None) -> ScoreSink:
+    """The built-in sink ``name``, configured from the environment. Raises when it cannot be built
+    (``ImportError``: a missing package; ``ValueError``: missing credentials, a bad endpoint)."""
+    env = os.environ if environ is None else environ
+    settings = sink_settings_from_env(name, env)
+    if isinstance(settings, PhoenixSinkSettings):
+        from .phoenix import DEFAULT_ENDPOINT, PhoenixSink
+
+        key = settings.api_key.get_secret_value() if settings.api_key is not None else env.get("PHOENIX_API_KEY")
+        return PhoenixSink(
+            settings.endpoint or env.get("PHOENIX_COLLECTOR_ENDPOINT") or DEFAULT_ENDPOINT,
+            api_key=key or None,
+            timeout_s=settings.timeout_ms / 1000,
+            max_retries=settings.max_retries,
+            max_batch=settings.max_batch,
+        )
+    assert isinstance(settings, LangfuseSinkSettings)
+    from .langfuse import LangfuseSink
+
+    return LangfuseSink(
+        timeout_s=settings.timeout_ms / 1000,
+        max_retries=settings.max_retries,
+        max_batch=settings.max_batch,
+        environ=env,
+    )
+
+
+def resolve_sinks(
+    sinks: Iterable[ScoreSink | str], *, strict: bool, environ: Mapping[str, str] | None = None
+) -> list[ScoreSink]:
+    """Sink objects for ``sinks`` (objects as they are, names built from the environment).
+
+    ``strict`` (names the caller passed): an unknown name or a sink that cannot be built raises
+    :class:`ConfigError`. Otherwise (names from ``OTEL_TOOLSCORE_SINKS``) it is a warning and the
+    sink is left out: scoring goes on without it.
+    """
+    out: list[ScoreSink] = []
+    for item in sinks:
+        if isinstance(item, ScoreSink):
+            out.append(item)
+            continue
+        if not isinstance(item, str):
+            raise ConfigError(f"a sink must be a ScoreSink or a sink name, not {type(item).__name__}")
+        for name in parse_sink_names(item, source="sinks" if strict else SINKS_ENV, strict=strict):
+            try:
+                out.append(sink_from_name(name, environ))
+            except (ImportError, ValueError) as exc:
+                if strict:
+                    raise ConfigError(f"sink {name!r}: {exc}") from None
+                _log.warning("otel-toolscore: sink %r from %s not started: %s", name, SINKS_ENV, exc)
+    return out

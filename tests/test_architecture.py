@@ -1,0 +1,75 @@
+"""The house reads as the design says (issue 11): no import circles between the package's modules,
+whether the import runs at load time, inside a function, or for type checking only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "otel_toolscore"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _edges() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for t in targets:
+                if t in modules and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]], scope: str) -> list[list[str]]:
+    nodes = {n for n in graph if n.startswith(scope)}
+    found: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph[node]):
+            if nxt not in nodes:
+                continue
+            if nxt in path:
+                cycle = [*path[path.index(nxt):], nxt]
+                if min(cycle[:-1]) == cycle[0]:
+                    found.append(cycle)
+            elif len(path) < 12:
+                visit(nxt, [*path, nxt])
+
+    for n in sorted(nodes):
+        visit(n, [n])
+    return found
+
+
+def test_no_circle_between_online_modules() -> None:
+    assert _cycles(_edges(), "otel_toolscore.online.") == []
+
+
+def test_no_circle_between_service_modules() -> None:
+    assert _cycles(_edges(), "otel_toolscore.service.") == []
+
+
+def test_the_offline_reader_imports_the_core_not_the_online_processor() -> None:
+    graph = _edges()
+    for module in graph:
+        if module.startswith("otel_toolscore.extract"):
+            assert not any(t.startswith("otel_toolscore.online") for t in graph[module]), module
