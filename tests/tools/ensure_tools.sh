@@ -8,7 +8,9 @@
 #   with --e2e also:
 #   - VictoriaMetrics (+ vmalert) and Alertmanager from Debian trixie, fetched the same way through
 #     .cache/apt-trixie;
-#   - Arize Phoenix from PyPI in its own venv, .cache/phoenix-venv.
+#   - Arize Phoenix from PyPI in its own venv, .cache/phoenix-venv;
+#   - Debian's chromium (the HTML report test opens the report in it), installed with the machine's
+#     own apt sources when it is missing: the one system package, since a browser needs its libraries.
 # Idempotent: a tool already present is not fetched again.
 # Usage: tests/tools/ensure_tools.sh [--e2e] [VENV_PYTHON]
 set -euo pipefail
@@ -80,6 +82,13 @@ PATCH
         rm -rf "$PHX"
         python3 -m venv "$PHX"
         "$PHX/bin/python" -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
+    fi
+fi
+if [ "$E2E" = 1 ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null 2>&1 || true  # a fresh machine may have no package lists yet
+        apt-get install -y -q --no-install-recommends chromium >/dev/null
     fi
 fi
 echo "tools ready in $CACHE"
