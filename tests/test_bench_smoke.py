@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = {"hot_path", "breakdown", "scorer", "extraction", "memory", "judge", "service", "import_time"}
+SECTIONS = {"hot_path", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time"}
 
 
 @pytest.mark.timeout(300)

@@ -717,11 +717,11 @@ def test_the_readme_states_the_service_bounds_guarantee_and_counters() -> None:
     """SIGKILL lost acknowledged traces and the README did not say so: the guarantee and every counter are documented."""
     from otel_toolscore.service.settings import ServiceSettings
     from otel_toolscore.telemetry import names
+    from tests.support.docs import all_docs, section
 
     root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
-    section = readme.split("## Limits and what happens at them", 1)[1].split("\n## ", 1)[0]
-    service = section.split("### Service (`otel-toolscore serve`)", 1)[1].split("\n### ", 1)[0]
+    readme = all_docs()
+    service = section((root / "docs" / "service.md").read_text(), "## Limits and what happens at them")
     assert "At most once after acknowledgement" in service and "SIGKILL" in service
     assert "retry_on_failure" in service and "sending_queue" in service
     for reason in (*names.SERVICE_DROP_REASONS, *names.SERVICE_REFUSE_REASONS, *names.SERVICE_HTTP_CLOSE_REASONS):

@@ -150,7 +150,7 @@ def test_otel_toolscore_help_from_the_script_and_python_m(installed: Installed) 
     script = _run([str(installed.cli), "--help"], cwd=installed.workdir).stdout
     module = _run([str(installed.python), "-m", "otel_toolscore", "--help"], cwd=installed.workdir).stdout
     assert script == module
-    for command in ("extract", "score", "serve", "demo"):
+    for command in ("extract", "score", "serve", "demo", "judge-check"):
         assert re.search(rf"^\s+{command}\s", script, re.M), script
     version = _run([str(installed.python), "-m", "otel_toolscore", "--version"], cwd=installed.workdir).stdout
     assert version.strip() == f"otel-toolscore {__version__}"
@@ -159,6 +159,11 @@ def test_otel_toolscore_help_from_the_script_and_python_m(installed: Installed) 
 def test_the_demo_runs_from_the_install(installed: Installed) -> None:
     out = _run([str(installed.cli), "demo"], cwd=installed.workdir).stdout
     assert "pass" in out and "fail" in out, out
+
+
+def test_the_calibration_set_ships_as_package_data(installed: Installed) -> None:
+    listed = _run([str(installed.cli), "judge-check", "--list"], cwd=installed.workdir).stdout
+    assert len(re.findall(r"expected \d\.\d\d", listed)) >= 40, listed
 
 
 def readme_minimal_example() -> str:

@@ -1,17 +1,19 @@
-"""The README's tables name every setting and every instrument the code has, and the deprecated ones as such."""
+"""The documentation's tables (README and docs/) name every setting, every instrument and every
+attribute the code writes, and the deprecated ones as such (issue 15: every fact that moved to docs/
+is still there)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from otel_toolscore.config import Settings
 from otel_toolscore.online.judge_settings import JUDGE_ENV_PREFIX, JudgeSettings
 from otel_toolscore.service.settings import ServiceSettings
 from otel_toolscore.telemetry import names
+from tests.support.docs import all_docs
 from tests.tools.prom_names import emitted_instruments
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = all_docs()
 
 
 def _table_rows(name: str) -> list[str]:
@@ -42,3 +44,16 @@ def test_every_renamed_setting_is_documented_as_deprecated() -> None:
     for model in (Settings, JudgeSettings, ServiceSettings):
         for old in model.renamed_to_ms:
             assert old.upper() in README, old
+
+
+def test_every_name_the_code_writes_is_documented() -> None:
+    """Attribute, event, metric, reason and outcome names (``telemetry/names.py``): each appears in
+    the README or docs/."""
+    missing = []
+    for key, value in vars(names).items():
+        if key.startswith("_") or not key.isupper():
+            continue
+        for item in value if isinstance(value, (tuple, frozenset, list)) else (value,):
+            if isinstance(item, str) and item not in README:
+                missing.append(f"{key}={item}")
+    assert not missing, missing

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .. import __version__
 
 # Sub-command modules, in the order ``--help`` lists them.
-_COMMANDS = ("extract_cmd", "score_cmd", "serve_cmd", "demo_cmd")
+_COMMANDS = ("extract_cmd", "score_cmd", "judge_check_cmd", "serve_cmd", "demo_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

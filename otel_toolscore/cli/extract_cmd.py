@@ -10,8 +10,16 @@ from typing import Any
 
 from ..extract import ExtractionReport, ExtractOptions, extract_runs_with_report
 from ..model import AgentRun
+from .output import add_format_argument, chosen_format, write_csv, write_jsonl
+from .progress import Progress, add_progress_arguments
 
 __all__ = ["InputError", "add_parser", "bad_input", "finish", "print_report", "read_runs", "run_to_json"]
+
+#: CSV columns of ``extract`` (JSON Lines carries the same keys, with the calls in full).
+EXTRACT_COLUMNS = (
+    "file", "trace_id", "run_id", "parent_run_id", "agent_name", "conventions", "user_query", "final_output",
+    "available_tools", "tools_called",
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -25,10 +33,10 @@ def add_parser(subparsers: Any) -> None:
         ),
     )
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--format", choices=("table", "json"), default=None,
-                   help="output format (default: table on a terminal, JSON otherwise)")
+    add_format_argument(p)
     p.add_argument("--no-content", action="store_true", help="drop arguments, results, request and answer")
     p.add_argument("--max-chars", type=int, default=8192, help="longest text/argument kept (default 8192)")
+    add_progress_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -48,11 +56,19 @@ def check_files(files: list[str]) -> None:
             raise InputError(f"{name}: not a regular file")
 
 
-def read_runs(args: argparse.Namespace) -> tuple[list[AgentRun], ExtractionReport]:
+def read_runs(args: argparse.Namespace, progress: Progress | None = None) -> tuple[list[AgentRun], ExtractionReport]:
     """The runs of the files (:class:`InputError` for a file that cannot be read at all)."""
     check_files(list(args.files))
     options = ExtractOptions(max_chars=args.max_chars, capture_content=not args.no_content)
-    return extract_runs_with_report(list(args.files), options)
+    if progress is None or not progress.enabled:
+        return extract_runs_with_report(list(args.files), options)
+    progress.reading(list(args.files))
+    try:
+        runs, report = extract_runs_with_report(list(args.files), options, progress=progress.source)
+        progress.read(len(runs))
+    finally:
+        progress.close()
+    return runs, report
 
 
 def print_report(report: ExtractionReport) -> None:
@@ -134,14 +150,24 @@ def print_table(runs: list[AgentRun]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        runs, report = read_runs(args)
+        runs, report = read_runs(args, Progress.from_args(args))
     except InputError as exc:
         print(f"otel-toolscore extract: {exc}", file=sys.stderr)
         return 2
-    fmt = args.format or ("table" if sys.stdout.isatty() else "json")
+    fmt = chosen_format(args)
     if fmt == "json":
         json.dump([run_to_json(r) for r in runs], sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
+    elif fmt in ("jsonl", "csv"):
+        rows = [
+            {"file": report.trace_sources.get(r.trace_id or ""), **run_to_json(r),
+             "tools_called": [c.name for c in r.tool_calls]}
+            for r in runs
+        ]
+        if fmt == "jsonl":
+            write_jsonl(rows)
+        else:
+            write_csv(rows, EXTRACT_COLUMNS)
     else:
         print_table(runs)
         print(f"{len(runs)} run(s) in {report.traces} trace(s) from {len(report.sources)} file(s)")

@@ -9,7 +9,11 @@ import signal
 import socket
 import sys
 import threading
+import time
+from collections import Counter
 from typing import Any
+
+from .arguments import positive_int, tool_order
 
 __all__ = ["add_parser", "run"]
 
@@ -57,9 +61,17 @@ def add_parser(sub: Any) -> None:
         g.add_argument(f"--{old.replace('_', '-')}", type=float, help=argparse.SUPPRESS)
     s = p.add_argument_group("scoring")
     s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
-    s.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
+    which.add_argument("--expected-order", type=tool_order, metavar="TOOLS",
+                       help="default expected tool order (comma-separated) for runs no rule matches")
+    s.add_argument("--strict", action="store_true", default=None,
+                   help="strict mode for the default expectation (exactly that tool / exactly that order)")
     s.add_argument("--sinks", help="score sinks, comma-separated: phoenix, langfuse (default: OTEL_TOOLSCORE_SINKS)")
-    s.add_argument("--log-level", default="INFO", help="Python log level of the service (default INFO)")
+    s.add_argument("--log-level", default="INFO",
+                   help="Python log level of the service (default INFO; DEBUG logs one line per scored run)")
+    s.add_argument("--summary-interval-ms", type=positive_int, default=60_000, metavar="MS",
+                   help="with no export endpoint, log a summary of the scores at INFO this often (default 60000)")
     p.set_defaults(func=run)
 
 
@@ -70,7 +82,54 @@ _SERVICE_FLAGS = (
     "retry_after_ms", "metric_export_interval_ms", "recent_traces", "http_read_timeout_ms", "http_idle_timeout_ms",
     "http_max_connections", "forward_queue_spans", *_DEPRECATED_SECONDS_FLAGS,
 )
-_SCORING_FLAGS = ("rules", "expected_tool", "sinks")
+# flag (argparse dest) -> scoring setting
+_SCORING_FLAGS = {"rules": "rules", "expected_tool": "expected_tool", "expected_order": "expected_tool_order",
+                  "strict": "strict_mode", "sinks": "sinks"}
+_log = logging.getLogger("otel_toolscore.serve")
+
+
+class RunLog:
+    """One DEBUG line per scored run and, on demand, an INFO summary of the runs since the last one.
+
+    Called on the service's scoring thread: the per-run work is a few counter updates (the DEBUG line
+    is formatted only when DEBUG is on)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, str]] = Counter()  # (agent, pass|fail|outcome) since the last summary
+        self._total = 0
+
+    def __call__(self, scored: Any) -> None:
+        agent = scored.run.agent_name or "(unnamed)"
+        verdict = scored.verdict
+        what = verdict.label if verdict is not None else scored.outcome
+        with self._lock:
+            self._counts[(agent, what)] += 1
+            self._total += 1
+        if _log.isEnabledFor(logging.DEBUG):
+            detail = verdict.summary() if verdict is not None else f"not scored ({scored.outcome})"
+            _log.debug("run trace=%032x span=%016x agent=%s score=%s %s", scored.ref.trace_id, scored.ref.span_id,
+                       agent, verdict.score if verdict is not None else "-", detail)
+
+    def summary(self, period: str) -> str | None:
+        """The runs since the last summary in one line, or ``None`` when there were none."""
+        with self._lock:
+            counts, self._counts = self._counts, Counter()
+        if not counts:
+            return None
+        passed = sum(n for (_, w), n in counts.items() if w == "pass")
+        failed = sum(n for (_, w), n in counts.items() if w == "fail")
+        other = sum(counts.values()) - passed - failed
+        agents: dict[str, Counter[str]] = {}
+        for (agent, what), n in counts.items():
+            agents.setdefault(agent, Counter())[what] += n
+        per_agent = "; ".join(
+            f"{agent}: " + ", ".join(f"{n} {w}" for w, n in sorted(c.items())) for agent, c in sorted(agents.items())
+        )
+        scored = passed + failed
+        rate = f"{passed / scored:.1%}" if scored else "-"
+        return (f"{sum(counts.values())} run(s) {period}: {passed} pass, {failed} fail, {other} not scored; "
+                f"pass rate {rate} ({per_agent})")
 
 
 def _check_bindable(host: str) -> None:
@@ -94,6 +153,7 @@ def _check_bindable(host: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
+    from ..online.setup import otlp_endpoint_configured
     from ..service import ScoringService, load_config
     from ..sinks.settings import resolve_sinks
 
@@ -107,13 +167,14 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(
             config_file=args.config,
             service_overrides={k: getattr(args, k) for k in _SERVICE_FLAGS},
-            scoring_overrides={k: getattr(args, k) for k in _SCORING_FLAGS},
+            scoring_overrides={setting: getattr(args, flag) for flag, setting in _SCORING_FLAGS.items()},
         )
         _check_bindable(config.service.host)
         # Sinks named on the command line fail here (a missing package, no credentials); those from
         # the environment or the config file are a warning each, as the processor reads them.
         sinks = resolve_sinks(config.scoring.sinks, strict=True) if args.sinks is not None else None
-        service = ScoringService(config, judge_from_environment=True, sinks=sinks)
+        run_log = RunLog()
+        service = ScoringService(config, judge_from_environment=True, sinks=sinks, on_scored=run_log)
     except (ConfigError, ValueError, OSError) as exc:  # ConfigError, RulesError: the message names the key
         print(f"otel-toolscore serve: {exc}", file=sys.stderr)
         return 2
@@ -134,9 +195,21 @@ def run(args: argparse.Namespace) -> int:
     # One machine-readable line: tests and scripts read the bound ports from it (ports may be 0).
     print(json.dumps({"event": "listening", "host": svc.host, "grpc_port": service.grpc_port,
                       "http_port": service.http_port, "forward": svc.forward}), flush=True)
-    while not stop.wait(0.5):
-        pass
+    # With nowhere to export to, the log is the only place the scores show: a summary every interval.
+    exporting = config.service.export and (bool(config.service.export_endpoint) or otlp_endpoint_configured())
+    interval = args.summary_interval_ms / 1000
+    next_summary = time.monotonic() + interval
+    while not stop.wait(min(0.5, interval)):
+        if not exporting and time.monotonic() >= next_summary:
+            next_summary = time.monotonic() + interval
+            line = run_log.summary(f"in the last {interval:g} s")
+            if line:
+                _log.info("%s", line)
     service.shutdown()
+    if not exporting:
+        line = run_log.summary("since the last summary")
+        if line:
+            _log.info("%s", line)
     print(json.dumps({"event": "stopped"}), flush=True)
     return 0
 

@@ -17,6 +17,7 @@ __all__ = [
     "LogRecordView",
     "SpanRecord",
     "any_value",
+    "has_events",
     "log_view_from_sdk",
     "log_views_from_proto",
     "plain_attributes",
@@ -86,6 +87,12 @@ def plain_attributes(holder: Any) -> Mapping[str, Any]:
         return inner
     public = holder.attributes
     return public if public is not None else EMPTY
+
+
+def has_events(span: Any) -> bool:
+    """Whether a live span has events, without the copy ``ReadableSpan.events`` makes."""
+    raw = getattr(span, "_events", None)
+    return bool(raw if raw is not None else span.events)
 
 
 def _enum_names(enum_cls: Any) -> dict[int, str]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from os import PathLike
 from pathlib import Path
 from typing import IO, Any
@@ -58,6 +58,11 @@ DEFAULT_IDLE_RECORDS = 10_000
 DEFAULT_MAX_OPEN_TRACES = 50_000
 _CHUNK = 1 << 20
 _MAX_ERRORS_PER_SOURCE = 50
+# A progress callback hears about a source every this many spans/log records (a power of two minus one: a mask).
+_PROGRESS_EVERY = 1023
+
+#: ``progress(report, done)``: called while a source is read (every 1,024 items) and once when a file is done.
+Progress = Callable[["SourceReport", bool], None]
 
 
 class SourceReport(BaseModel):
@@ -110,8 +115,10 @@ class ExtractionReport(BaseModel):
 class _Collector:
     """Facts grouped by trace, assembled into runs as traces complete (see the module docstring)."""
 
-    def __init__(self, options: ExtractOptions, report: ExtractionReport, idle_records: int, max_open: int) -> None:
+    def __init__(self, options: ExtractOptions, report: ExtractionReport, idle_records: int, max_open: int,
+                 progress: Progress | None = None) -> None:
         self.options = options
+        self.progress = progress
         self.report = report
         self.idle = max(0, idle_records)
         self.max_open = max(1, max_open)
@@ -148,6 +155,8 @@ class _Collector:
 
     def span(self, rec: SpanRecord, report: SourceReport) -> None:
         report.spans_read += 1
+        if self.progress is not None and not report.spans_read & _PROGRESS_EVERY:
+            self.progress(report, False)
         trace_id = rec.trace_id
         if self.done and self._late(trace_id, report):
             return
@@ -170,6 +179,8 @@ class _Collector:
 
     def log(self, view: Any, report: SourceReport) -> None:
         report.logs_read += 1
+        if self.progress is not None and not report.logs_read & _PROGRESS_EVERY:
+            self.progress(report, False)
         try:
             f = read_log(view, self.options)
         except Exception as exc:
@@ -629,6 +640,8 @@ def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> Iterator[t
                     yield from coll.complete()
             except OSError as exc:
                 sr.problem(f"cannot read: {exc}")
+        if coll.progress is not None:
+            coll.progress(sr, True)
         return
     if isinstance(source, (bytes, bytearray, memoryview)):
         sr = SourceReport(source="<bytes>")
@@ -676,9 +689,10 @@ def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> Iterator[t
 
 
 def _runs(
-    source: Any, options: ExtractOptions | None, report: ExtractionReport, idle_records: int, max_open_traces: int
+    source: Any, options: ExtractOptions | None, report: ExtractionReport, idle_records: int, max_open_traces: int,
+    progress: Progress | None = None,
 ) -> Iterator[tuple[int, int, AgentRun]]:
-    coll = _Collector(options or DEFAULT_OPTIONS, report, idle_records, max_open_traces)
+    coll = _Collector(options or DEFAULT_OPTIONS, report, idle_records, max_open_traces, progress)
     try:
         yield from _feed(source, coll, report)
     except Exception as exc:  # last line of defence: report, keep what was read
@@ -710,7 +724,7 @@ def iter_runs(
 
 
 def extract_runs_with_report(
-    source: Any, options: ExtractOptions | None = None
+    source: Any, options: ExtractOptions | None = None, *, progress: Progress | None = None
 ) -> tuple[list[AgentRun], ExtractionReport]:
     """Runs from ``source`` plus what could not be read. Never raises on malformed input.
 
@@ -719,10 +733,10 @@ def extract_runs_with_report(
     (live SDK spans, e.g. from ``InMemorySpanExporter``), SDK log records or :class:`SpanRecord` s.
     All sources are read as one stream (log files attach to the spans of trace files read before or
     shortly after them: see :func:`iter_runs`); runs are returned in the order their traces first
-    appear in the input.
+    appear in the input. ``progress`` hears about each file as it is read (the command line's bars).
     """
     report = ExtractionReport()
-    found = list(_runs(source, options, report, DEFAULT_IDLE_RECORDS, DEFAULT_MAX_OPEN_TRACES))
+    found = list(_runs(source, options, report, DEFAULT_IDLE_RECORDS, DEFAULT_MAX_OPEN_TRACES, progress))
     found.sort(key=lambda item: (item[0], item[1]))
     return [run for _, _, run in found], report
 

@@ -28,6 +28,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict
 from .. import __version__
 from ..config import ConfigError
 from ..envconfig import warn_env
+from ..model import AgentRun
 from ..scorers.llm import (
     JudgeError,
     LLMScoreResult,
@@ -52,7 +54,7 @@ from .sampler import JudgeSampler, Reservation
 if TYPE_CHECKING:
     from .live import ScoredRun
 
-__all__ = ["Judge", "JudgeStats", "judge_from_env"]
+__all__ = ["Judge", "JudgeAttempt", "JudgeStats", "judge_from_env"]
 
 _log = logging.getLogger(__name__)
 
@@ -85,6 +87,23 @@ class JudgeStats(BaseModel):
     def accounted(self) -> int:
         """Runs with a final outcome (judged or skipped)."""
         return self.judged + sum(self.skipped.values())
+
+
+@dataclass(frozen=True)
+class JudgeAttempt:
+    """What one :meth:`Judge.attempt` came to: skipped before any request (``skipped`` says why), or
+    judged (``outcome`` ``ok`` with a ``result``, else the :class:`JudgeError` kind with the ``error``)."""
+
+    skipped: str | None = None
+    outcome: str = "skipped"
+    result: LLMScoreResult | None = None
+    error: JudgeError | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    duration_s: float = 0.0
+    start_ns: int = 0
+    end_ns: int = 0
 
 
 class _Item:
@@ -203,7 +222,7 @@ class Judge:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # worker-side bookkeeping only
         #: set by the processor at bind(): scores the runs it has queued (called before flush and stats)
-        self._before_flush: Callable[[], None] | None = None
+        self._before_flush: Callable[[], object] | None = None
         self._drain_lock = threading.Lock()
         self._in_flight: set[_Item] = set()
         self._requests: Counter[str] = Counter()
@@ -218,7 +237,7 @@ class Judge:
         self._output_estimate = self._output_bound or _DEFAULT_OUTPUT_ESTIMATE
 
     # -- wiring -------------------------------------------------------------------------------------
-    def bind(self, emitter: Emitter, before_flush: Callable[[], None] | None = None) -> None:
+    def bind(self, emitter: Emitter, before_flush: Callable[[], object] | None = None) -> None:
         """Called by the processor with its emitter; starts the workers. A judge serves one processor.
 
         ``before_flush``: the processor's way to hand over the runs it has queued but not yet scored,
@@ -321,12 +340,6 @@ class Judge:
         if self._emitter is not None:
             self._emitter.count_judge_skip(reason)
 
-    def _reservation_size(self, prompt_tokens: int) -> int:
-        """Worst case of one judgment: every question may need a corrective retry."""
-        questions = 2 if self.scorer.separate_reason_call else 1
-        per_request = prompt_tokens + self._output_estimate
-        return questions * (2 * per_request + _CORRECTION_OVERHEAD_TOKENS)
-
     def _process(self, item: _Item) -> None:
         with self._lock:
             if item.state != "queued":
@@ -343,11 +356,32 @@ class Judge:
             if self._emitter is not None:
                 self._emitter.count_judge_skip("abandoned")
             return
+        attempt = self.attempt(item.scored.run)
+        if attempt.skipped is not None:
+            self._finish_skip(item, attempt.skipped)
+            return
+        with self._lock:
+            self._in_flight.discard(item)
+            if item.state == "abandoned":
+                return  # shutdown gave up on it and counted it; its providers may be gone
+            item.state = "done"
+            self._requests[attempt.outcome] += 1
+        try:
+            self._write(item, attempt)
+        except Exception:
+            _log.debug("otel-toolscore could not write a judgment", exc_info=True)
+
+    def attempt(self, run: AgentRun) -> JudgeAttempt:
+        """Judge ``run`` now, on the calling thread, within the circuit, token budget and rate limit.
+
+        The workers call it for the runs they take from the queue; ``otel-toolscore score --judge``
+        calls it from its own bounded pool, so offline judging has exactly the online limits. A
+        skip (``circuit_open``, ``budget``, ``rate_limit``) is returned, never raised; so is a
+        failed judgment (``outcome`` = the :class:`JudgeError` kind).
+        """
         sampler = self.sampler
         if not self._circuit.allow(time.monotonic()):
-            self._finish_skip(item, "circuit_open")
-            return
-        run = item.scored.run
+            return JudgeAttempt(skipped="circuit_open")
         reservation: Reservation | None = None
         if sampler.budget is not None:
             try:
@@ -355,21 +389,29 @@ class Judge:
             except Exception:
                 _log.debug("otel-toolscore could not build a judge prompt", exc_info=True)
                 prompt_tokens = 0
-            reservation = sampler.budget.reserve(self._reservation_size(prompt_tokens))
+            reservation = sampler.budget.reserve(self.reservation_size(prompt_tokens))
             if reservation is None:
                 self._circuit.release()
-                self._finish_skip(item, "budget")
-                return
+                return JudgeAttempt(skipped="budget")
         if sampler.rate is not None and not sampler.rate.try_acquire():
             if reservation is not None and sampler.budget is not None:
                 sampler.budget.settle(reservation, 0)
             self._circuit.release()
-            self._finish_skip(item, "rate_limit")
-            return
-        self._judge(item, reservation)
+            return JudgeAttempt(skipped="rate_limit")
+        return self._judge(run, reservation)
 
-    def _judge(self, item: _Item, reservation: Reservation | None) -> None:
-        run = item.scored.run
+    def reservation_size(self, prompt_tokens: int) -> int:
+        """Worst case of one judgment: every question may need a corrective retry."""
+        questions = 2 if self.scorer.separate_reason_call else 1
+        per_request = prompt_tokens + self._output_estimate
+        return questions * (2 * per_request + _CORRECTION_OVERHEAD_TOKENS)
+
+    @property
+    def output_estimate(self) -> int:
+        """Output tokens one request is expected to take (the ``max_tokens`` sent, else the largest seen)."""
+        return self._output_estimate
+
+    def _judge(self, run: AgentRun, reservation: Reservation | None) -> JudgeAttempt:
         start_ns = time.time_ns()
         started = time.perf_counter()
         result: LLMScoreResult | None = None
@@ -401,39 +443,30 @@ class Judge:
             if per_request > self._output_estimate:
                 self._output_estimate = per_request
         self._circuit.record(error is None, time.monotonic())
-        outcome = "ok" if error is None else error.kind
-        with self._lock:
-            self._in_flight.discard(item)
-            if item.state == "abandoned":
-                return  # shutdown gave up on it and counted it; its providers may be gone
-            item.state = "done"
-            self._requests[outcome] += 1
-        try:
-            self._write(item, outcome, result, error, input_tokens, output_tokens, requests, duration, start_ns, end_ns)
-        except Exception:
-            _log.debug("otel-toolscore could not write a judgment", exc_info=True)
+        return JudgeAttempt(
+            outcome="ok" if error is None else error.kind,
+            result=result,
+            error=error,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            requests=requests,
+            duration_s=duration,
+            start_ns=start_ns,
+            end_ns=end_ns,
+        )
 
     # -- output -----------------------------------------------------------------------------------------
     def label(self, score: float) -> str:
         """``pass`` when ``score >= pass_threshold``, else ``fail``."""
         return names.LABEL_PASS if score >= self.pass_threshold else names.LABEL_FAIL
 
-    def _write(
-        self,
-        item: _Item,
-        outcome: str,
-        result: LLMScoreResult | None,
-        error: JudgeError | None,
-        input_tokens: int,
-        output_tokens: int,
-        requests: int,
-        duration: float,
-        start_ns: int,
-        end_ns: int,
-    ) -> None:
+    def _write(self, item: _Item, attempt: JudgeAttempt) -> None:
         emitter = self._emitter
         if emitter is None:
             return
+        outcome, result, error = attempt.outcome, attempt.result, attempt.error
+        input_tokens, output_tokens, requests = attempt.input_tokens, attempt.output_tokens, attempt.requests
+        duration, start_ns, end_ns = attempt.duration_s, attempt.start_ns, attempt.end_ns
         model = self.scorer.model
         ref: RunRef = item.scored.ref
         emitter.count_judge_request(outcome, model)

@@ -30,7 +30,7 @@ from ..extract import (
     record_from_readable,
 )
 from ..extract.readers import may_have_facts
-from ..extract.records import plain_attributes
+from ..extract.records import has_events, plain_attributes
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
@@ -209,7 +209,7 @@ class LiveCore:
             if local:
                 state.local_roots.add(sid)
         try:
-            if may_have_facts(span.name, plain_attributes(span), bool(span.events)):
+            if may_have_facts(span.name, plain_attributes(span), has_events(span)):
                 facts = read_span(record_from_readable(span), self.options)
             else:
                 facts = None  # an HTTP, database, queue … span: only its parent link matters

@@ -389,21 +389,29 @@ class ToolScoreSpanProcessor(SpanProcessor):
             return False
         return ok
 
-    def _score_queued(self) -> None:
-        """Score everything queued so far and release held roots, on the caller's thread (CPU only,
-        bounded by the queue's size: a flush with a zero timeout still hands every ended run to the
-        judge and the emitter)."""
+    def _score_queued(self, deadline: float | None = None) -> bool:
+        """Score what is queued and release held roots, on the caller's thread (CPU only).
+
+        Without ``deadline`` everything queued so far is scored (the judge's flush: every ended run
+        reaches it). With one, scoring stops at the deadline and what is left stays queued for the
+        worker; ``False`` then."""
         with self._core_lock:
             queue = self._queue
-            batch: list[Any] = []
+            done = True
             while queue:
-                try:
-                    batch.append(queue.popleft())
-                except IndexError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    done = False
                     break
-            self._process(batch)
-            self._sweep(force=True)
+                batch: list[Any] = []
+                while queue and len(batch) < 1024:
+                    try:
+                        batch.append(queue.popleft())
+                    except IndexError:
+                        break
+                self._process(batch)
+            self._sweep(force=done)
             self._flush_counts()
+            return done
 
     def _drain(self, deadline: float) -> bool:
         """:meth:`_score_queued`, then, until ``deadline``, roots handed on and events written.
@@ -411,11 +419,12 @@ class ToolScoreSpanProcessor(SpanProcessor):
         A worker found stuck by an earlier drain (in a downstream's ``on_end``) that has not moved
         since is given 0.1 s, not the whole deadline again: the exit drain and the providers'
         shutdown follow each other, and exit must not wait twice for a thread that will not return."""
-        self._score_queued()
+        scored = self._score_queued(deadline)
         if self._stalled_at is not None and self._stalled_at == self._worker.progress:
             deadline = min(deadline, time.monotonic() + 0.1)
         ok = self._worker.wait_idle(deadline)
         self._stalled_at = None if ok else self._worker.progress
+        ok = scored and ok
         while self._forwards and time.monotonic() < deadline:  # the worker hands the roots on
             self._worker.wake()
             time.sleep(0.002)

@@ -124,6 +124,17 @@ class RollingLimit:
             self._times.append(now)
             return True
 
+    def next_free_in(self) -> float:
+        """Seconds until an acquisition can succeed (0 when one can now): batch callers wait this long
+        instead of skipping."""
+        with self._lock:
+            now = self._clock()
+            while self._times and now - self._times[0] >= self.window_s:
+                self._times.popleft()
+            if len(self._times) < self.limit:
+                return 0.0
+            return max(0.0, self._times[0] + self.window_s - now)
+
     def release_last(self) -> None:
         """Give back the most recent acquisition (it was not used)."""
         with self._lock:

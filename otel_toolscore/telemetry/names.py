@@ -34,9 +34,7 @@ CODE_MATCH: Final = "toolscore.code.match"
 CODE_ACTUAL_TOOLS: Final = "toolscore.code.actual_tools"
 CODE_CORRECT_TOOL_CALLED: Final = "toolscore.code.correct_tool_called"
 CODE_CORRECT_ORDER_CALLED: Final = "toolscore.code.correct_order_called"
-CODE_EXPECTATION: Final = "toolscore.code.expectation"
 TOOL_CALL_COUNT: Final = "toolscore.tool_call_count"
-RUN_OUTCOME: Final = "toolscore.run.outcome"
 
 # OpenInference inline annotations (Phoenix shows them as span annotations).
 OI_ANNOTATION_PREFIX: Final = "annotations"

@@ -8,7 +8,9 @@
 #   with --e2e also:
 #   - VictoriaMetrics (+ vmalert) and Alertmanager from Debian trixie, fetched the same way through
 #     .cache/apt-trixie;
-#   - Arize Phoenix in its own venv, .cache/phoenix-venv.
+#   - Arize Phoenix in its own venv, .cache/phoenix-venv;
+#   - Debian's chromium (the HTML report test opens the report in it), installed with the machine's
+#     own apt sources when it is missing: the one system package, since a browser needs its libraries.
 # No package host is written here: Python packages come from pip's configured sources (pip.conf,
 # PIP_INDEX_URL, ...), and the Debian suites from the archive the machine's own apt sources name
 # for its release (read with `apt-get --print-uris update`, nothing written), or $DEBIAN_MIRROR.
@@ -103,6 +105,13 @@ PATCH
         rm -rf "$PHX"
         python3 -m venv "$PHX"
         "$PHX/bin/python" -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
+    fi
+fi
+if [ "$E2E" = 1 ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null 2>&1 || true  # a fresh machine may have no package lists yet
+        apt-get install -y -q --no-install-recommends chromium >/dev/null
     fi
 fi
 echo "tools ready in $CACHE"

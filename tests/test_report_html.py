@@ -1,0 +1,165 @@
+"""``score --report report.html``: one self-contained HTML file, opened in a real headless browser
+(Debian's chromium); the test asserts what the browser rendered and keeps a screenshot of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_toolscore.cli import main
+from tests.support.openai_server import OpenAITestServer, echo_judge
+
+ROOT = Path(__file__).resolve().parents[1]
+VERCEL = ROOT / "tests" / "corpus" / "vercel_ai"
+OPENAI_V2 = ROOT / "tests" / "corpus" / "openai_v2"
+ARTEFACTS = ROOT / ".cache" / "artefacts"
+RULES = """rules:
+  - name: fahrenheit
+    query_regex: Fahrenheit
+    expected_tool_order: [getWeather, convertTemperature]
+  - name: weather
+    agent_name: weather-assistant
+    expected_tool: getWeather
+    strict_mode: true
+"""
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert found, "Debian's chromium is needed (tests/tools/ensure_tools.sh --e2e installs it)"
+    return found
+
+
+def browser(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+               f"--user-data-dir={profile}", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+class Tables(HTMLParser):
+    """Rendered tables by id: each row as (row attributes, cell texts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[tuple[dict[str, str], list[str]]]] = {}
+        self.cards: dict[str, str] = {}
+        self._table: str | None = None
+        self._row: tuple[dict[str, str], list[str]] | None = None
+        self._cell: list[str] | None = None
+        self._card: str | None = None
+        self._value = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "table" and a.get("id"):
+            self._table = a["id"]
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self._row = (a, [])
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+        elif tag == "div" and a.get("class") == "card":
+            self._card = a.get("data-key")
+        elif tag == "div" and a.get("class") == "v" and self._card is not None:
+            self._value = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row[1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self._table is not None:
+            self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag == "table":
+            self._table = None
+        elif tag == "div" and self._value:
+            self._value = False
+            self._card = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._value and self._card is not None:
+            self.cards[self._card] = self.cards.get(self._card, "") + data.strip()
+
+
+@pytest.fixture
+def report(tmp_path: Path, openai_server: OpenAITestServer, monkeypatch: pytest.MonkeyPatch,
+           capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict[str, Any]]:
+    for var in [v for v in os.environ if v.startswith(("OTEL_TOOLSCORE_", "OPENAI_"))]:
+        monkeypatch.delenv(var)
+    openai_server.set_handler(echo_judge(appropriate=lambda n: n == "getWeather",
+                                         reason="only <getWeather> serves the request & nothing else"))
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(RULES)
+    out = tmp_path / "report.html"
+    files = sorted(str(p) for p in [*VERCEL.glob("*.traces.jsonl"), *OPENAI_V2.glob("latest_span_*.traces.jsonl")])
+    assert main(["score", "--format", "json", "--rules", str(rules), "--judge", "--judge-model", "test-judge",
+                 "--judge-base-url", openai_server.base_url, "--judge-ratio", "1", "--quiet", "--report", str(out),
+                 *files]) == 0
+    return out, json.loads(capsys.readouterr().out)
+
+
+def test_report_is_self_contained(report: tuple[Path, dict[str, Any]]) -> None:
+    html = report[0].read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    for network in ("<script", "<link", " src=", "url(", "@import", "http://", "https://"):
+        assert network not in html, network
+    assert "<getWeather>" not in html and "&lt;getWeather&gt;" in html  # judge text is escaped
+
+
+def test_report_rendered_in_a_real_browser(report: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    path, doc = report
+    dom = browser("--dump-dom", path.as_uri(), profile=tmp_path / "profile").stdout
+    parsed = Tables()
+    parsed.feed(dom)
+    summary = doc["summary"]
+    # totals
+    assert parsed.cards["runs"] == str(summary["runs"]) and parsed.cards["scored"] == str(summary["count"])
+    assert parsed.cards["pass rate"] == f"{summary['pass_rate']:.1%}"
+    assert parsed.cards["judged"] == str(doc["judge"]["judged"])
+    # per agent: pass rate and the distribution behind the bar
+    agents = {attrs["data-group"]: cells for attrs, cells in parsed.tables["per-agent"][1:]}
+    weather = agents["weather-assistant"]
+    st = summary["per_agent"]["weather-assistant"]
+    assert weather[1] == str(st["count"]) and weather[3].endswith(f"{st['pass_rate']:.1%}")
+    # per expectation: both rules and the runs no rule matched
+    expectations = {attrs["data-group"]: cells for attrs, cells in parsed.tables["per-expectation"][1:]}
+    assert set(expectations) == {"fahrenheit", "weather", "(no expectation)"}
+    scored_by = {name: sum(1 for r in doc["results"] if r["expectation"] == name) for name in ("fahrenheit", "weather")}
+    assert expectations["fahrenheit"][1] == str(scored_by["fahrenheit"]) and expectations["weather"][1] == str(scored_by["weather"])
+    # the most frequent failing sequences, each with an example trace id of a run that failed that way
+    failing = parsed.tables["failing-sequences"][1:]
+    assert failing
+    failed = {(r["trace_id"], tuple(r["result"]["preprocessStepResult"]["actualTools"]))
+              for r in doc["results"] if r["label"] == "fail"}
+    counts = [int(cells[0]) for _, cells in failing]
+    assert counts == sorted(counts, reverse=True) and sum(counts) == len(failed)
+    for _, cells in failing:
+        tools = () if cells[2] == "(no tool)" else tuple(cells[2].split(" → "))
+        assert (cells[4], tools) in failed
+    # judge verdicts and reasons
+    judged = parsed.tables["judged-runs"][1:]
+    assert len(judged) == doc["judge"]["judged"]
+    assert all(cells[5] == "only <getWeather> serves the request & nothing else" for _, cells in judged)
+    assert any(cells[6] == "getWeather: appropriate; convertTemperature: not appropriate" for _, cells in judged)
+
+
+def test_report_screenshot_kept_as_an_artefact(report: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    shot = tmp_path / "report.png"
+    browser(f"--screenshot={shot}", "--window-size=1280,1800", "--hide-scrollbars", report[0].as_uri(),
+            profile=tmp_path / "profile")
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000  # a page with content, not a blank one
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1280, 1800)
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, ARTEFACTS / "report-screenshot.png")  # kept for people to look at (git-ignored)
+    shutil.copy(report[0], ARTEFACTS / "report.html")
