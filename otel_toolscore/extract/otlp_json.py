@@ -136,76 +136,77 @@ def _list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any]:
     return value
 
 
+def _scoped(
+    doc: Mapping[str, Any], outer: tuple[str, str], inner: tuple[str, str], items: tuple[str, str], what: str
+) -> Iterator[tuple[dict[str, Any], str | None, dict[str, Any]]]:
+    """(resource attributes, scope name, item) for every item of a traces or logs document: the
+    resource → scope → items nesting both signals share."""
+    for res in _list(doc, *outer):
+        if type(res) is not dict:
+            raise OtlpJsonError(f"a {outer[0]} item is not an object")
+        resource = res.get("resource")
+        res_attrs = attributes_json(resource.get("attributes")) if type(resource) is dict else {}
+        for sc in _list(res, *inner):
+            if type(sc) is not dict:
+                raise OtlpJsonError(f"a {inner[0]} item is not an object")
+            scope = sc.get("scope")
+            scope_name = (scope.get("name") or None) if type(scope) is dict else None
+            for item in _list(sc, *items):
+                if type(item) is not dict:
+                    raise OtlpJsonError(f"a {what} is not an object")
+                yield res_attrs, scope_name, item
+
+
 def span_records_from_json(doc: Mapping[str, Any]) -> Iterator[SpanRecord]:
     """The spans of one OTLP/JSON ``ExportTraceServiceRequest`` document."""
-    for rs in _list(doc, "resourceSpans", "resource_spans"):
-        if type(rs) is not dict:
-            raise OtlpJsonError("a resourceSpans item is not an object")
-        resource = rs.get("resource")
-        res_attrs = attributes_json(resource.get("attributes")) if type(resource) is dict else {}
-        for ss in _list(rs, "scopeSpans", "scope_spans"):
-            if type(ss) is not dict:
-                raise OtlpJsonError("a scopeSpans item is not an object")
-            scope = ss.get("scope")
-            scope_name = (scope.get("name") or None) if type(scope) is dict else None
-            for sp in _list(ss, "spans", "spans"):
-                if type(sp) is not dict:
-                    raise OtlpJsonError("a span is not an object")
-                status = sp.get("status")
-                if type(status) is not dict:
-                    status = _EMPTY
-                events = []
-                for ev in _list(sp, "events", "events"):
-                    if type(ev) is not dict:
-                        raise OtlpJsonError("a span event is not an object")
-                    events.append((
-                        str(ev.get("name", "")),
-                        attributes_json(ev.get("attributes")),
-                        _int(_get(ev, "timeUnixNano", "time_unix_nano")),
-                    ))
-                yield SpanRecord(
-                    trace_id=_id(_get(sp, "traceId", "trace_id"), 16) or "0" * 32,
-                    span_id=_id(_get(sp, "spanId", "span_id"), 8) or "0" * 16,
-                    parent_span_id=_id(_get(sp, "parentSpanId", "parent_span_id"), 8),
-                    name=str(sp.get("name", "")),
-                    kind=_enum(sp.get("kind"), _KINDS, "SPAN_KIND_", "UNSPECIFIED"),
-                    attributes=attributes_json(sp.get("attributes")),
-                    events=tuple(events),
-                    status_code=_enum(status.get("code"), _STATUSES, "STATUS_CODE_", "UNSET"),
-                    status_message=status.get("message") or None,
-                    start_time_unix_nano=_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano")),
-                    end_time_unix_nano=_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
-                    scope_name=scope_name,
-                    resource_attributes=res_attrs,
-                )
+    for res_attrs, scope_name, sp in _scoped(
+        doc, ("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"), "span"
+    ):
+        status = sp.get("status")
+        if type(status) is not dict:
+            status = _EMPTY
+        events = []
+        for ev in _list(sp, "events", "events"):
+            if type(ev) is not dict:
+                raise OtlpJsonError("a span event is not an object")
+            events.append((
+                str(ev.get("name", "")),
+                attributes_json(ev.get("attributes")),
+                _int(_get(ev, "timeUnixNano", "time_unix_nano")),
+            ))
+        yield SpanRecord(
+            trace_id=_id(_get(sp, "traceId", "trace_id"), 16) or "0" * 32,
+            span_id=_id(_get(sp, "spanId", "span_id"), 8) or "0" * 16,
+            parent_span_id=_id(_get(sp, "parentSpanId", "parent_span_id"), 8),
+            name=str(sp.get("name", "")),
+            kind=_enum(sp.get("kind"), _KINDS, "SPAN_KIND_", "UNSPECIFIED"),
+            attributes=attributes_json(sp.get("attributes")),
+            events=tuple(events),
+            status_code=_enum(status.get("code"), _STATUSES, "STATUS_CODE_", "UNSET"),
+            status_message=status.get("message") or None,
+            start_time_unix_nano=_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano")),
+            end_time_unix_nano=_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
+            scope_name=scope_name,
+            resource_attributes=res_attrs,
+        )
 
 
 def log_views_from_json(doc: Mapping[str, Any]) -> Iterator[LogRecordView]:
     """The log records of one OTLP/JSON ``ExportLogsServiceRequest`` document."""
-    for rl in _list(doc, "resourceLogs", "resource_logs"):
-        if type(rl) is not dict:
-            raise OtlpJsonError("a resourceLogs item is not an object")
-        resource = rl.get("resource")
-        res_attrs = attributes_json(resource.get("attributes")) if type(resource) is dict else {}
-        for sl in _list(rl, "scopeLogs", "scope_logs"):
-            if type(sl) is not dict:
-                raise OtlpJsonError("a scopeLogs item is not an object")
-            scope = sl.get("scope")
-            scope_name = (scope.get("name") or None) if type(scope) is dict else None
-            for lr in _list(sl, "logRecords", "log_records"):
-                if type(lr) is not dict:
-                    raise OtlpJsonError("a log record is not an object")
-                attrs = attributes_json(lr.get("attributes"))
-                name = _get(lr, "eventName", "event_name") or attrs.get("event.name")
-                body = lr.get("body")
-                yield LogRecordView(
-                    trace_id=_id(_get(lr, "traceId", "trace_id"), 16),
-                    span_id=_id(_get(lr, "spanId", "span_id"), 8),
-                    event_name=str(name) if name else None,
-                    body=any_value_json(body) if body is not None else None,
-                    attributes=attrs,
-                    time_unix_nano=_int(_get(lr, "timeUnixNano", "time_unix_nano"))
-                    or _int(_get(lr, "observedTimeUnixNano", "observed_time_unix_nano")),
-                    scope_name=scope_name,
-                    resource_attributes=res_attrs,
-                )
+    for res_attrs, scope_name, lr in _scoped(
+        doc, ("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), ("logRecords", "log_records"), "log record"
+    ):
+        attrs = attributes_json(lr.get("attributes"))
+        name = _get(lr, "eventName", "event_name") or attrs.get("event.name")
+        body = lr.get("body")
+        yield LogRecordView(
+            trace_id=_id(_get(lr, "traceId", "trace_id"), 16),
+            span_id=_id(_get(lr, "spanId", "span_id"), 8),
+            event_name=str(name) if name else None,
+            body=any_value_json(body) if body is not None else None,
+            attributes=attrs,
+            time_unix_nano=_int(_get(lr, "timeUnixNano", "time_unix_nano"))
+            or _int(_get(lr, "observedTimeUnixNano", "observed_time_unix_nano")),
+            scope_name=scope_name,
+            resource_attributes=res_attrs,
+        )
