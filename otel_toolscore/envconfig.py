@@ -47,7 +47,11 @@ _SHOWN_CHARS = 60  # how much of a bad value a warning repeats
 
 
 def warn_env(message: str) -> None:
-    """Log one warning about the environment (the ``otel_toolscore.config`` logger)."""
+    """Log one warning about the environment (the ``otel_toolscore.config`` logger), on one line:
+    control characters from a variable's value (or an OS error quoting it) are shown escaped, so a
+    value cannot forge log lines."""
+    if not message.isprintable():
+        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
     _log.warning("otel-toolscore: %s", message)
 
 
