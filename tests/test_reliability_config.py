@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from otel_toolscore import ToolScoreSpanProcessor
@@ -265,6 +265,7 @@ _text = st.text(alphabet=string.printable, max_size=40)
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(env=st.dictionaries(st.sampled_from([*_KEYS, "OTEL_TOOLSCORE_X", "OTEL_TOOLSCORE_", "OTEL_TOOLSCORE_TRACE_TIMEOUT_S"]),
                            _text, max_size=5))
+@example(env={"OTEL_TOOLSCORE_RULES": "a\nb.yaml"})  # an OS error quoting the path: still one line
 def test_settings_from_any_environment_never_raise(env: dict[str, str]) -> None:
     logger = logging.getLogger("otel_toolscore.config")
     records: list[logging.LogRecord] = []
