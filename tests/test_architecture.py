@@ -73,3 +73,21 @@ def test_the_offline_reader_imports_the_core_not_the_online_processor() -> None:
     for module in graph:
         if module.startswith("otel_toolscore.extract"):
             assert not any(t.startswith("otel_toolscore.online") for t in graph[module]), module
+
+
+def test_the_processor_loads_no_service_llm_scorer_or_otlp_decoders() -> None:
+    """Import light (issue 11): the live processor and the code scorer load; the service, the LLM
+    scorer, the offline reader and the OTLP decoders (protobuf) load on first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from otel_toolscore import ToolScoreSpanProcessor, create_tool_call_accuracy_scorer_code\n"
+        "heavy = ('openai', 'google.protobuf', 'opentelemetry.proto', 'grpc', 'httpx', 'otel_toolscore.service',\n"
+        "         'otel_toolscore.scorers.llm', 'otel_toolscore.extract.sources', 'otel_toolscore.online.judge')\n"
+        "print(sorted({m.split('.')[0] if not m.startswith('otel_toolscore') else m for m in sys.modules\n"
+        "              if m.startswith(heavy)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -49,6 +49,8 @@ span) when the call ids (or the same request and replayed calls) prove they are 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .assemble import assemble_runs
 from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
 from .readers import classify_start, read_log, read_span
@@ -60,7 +62,23 @@ from .records import (
     record_from_readable,
     span_records_from_proto,
 )
-from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report, iter_runs
+
+if TYPE_CHECKING:
+    from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report, iter_runs
+
+#: Reading files and OTLP messages (:mod:`.sources`, which loads protobuf and the OTLP message
+#: classes) is loaded on first use: the live processor needs only the readers and the assembler.
+_FROM_SOURCES = frozenset({"ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_SOURCES:
+        from . import sources
+
+        value = getattr(sources, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "DEFAULT_OPTIONS",
