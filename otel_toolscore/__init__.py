@@ -29,7 +29,7 @@ _LAZY: dict[str, str] = {
     "ExtractOptions": ".extract",
     "ExtractionReport": ".extract",
     "ToolScoreSpanProcessor": ".online.processor",
-    "ToolScoreLogRecordProcessor": ".online.processor",
+    "ToolScoreLogRecordProcessor": ".online.log_processor",
     "Expectation": ".online.expectations",
     "expect": ".online.expectations",
     "Judge": ".online.judge",
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from .online.expectations import Expectation, expect
     from .online.judge import Judge, JudgeStats, judge_from_env
     from .online.judge_settings import JudgeSettings
-    from .online.processor import ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
+    from .online.log_processor import ToolScoreLogRecordProcessor
+    from .online.processor import ToolScoreSpanProcessor
     from .online.sampler import JudgeSampler
     from .online.setup import configure, install
     from .scorers.llm import (

@@ -37,7 +37,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolscore.config import ConfigError
 from otel_toolscore.online.expectations import Expectation
-from otel_toolscore.online.processor import ScoredRun, ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
+from otel_toolscore.online.log_processor import ToolScoreLogRecordProcessor
+from otel_toolscore.online.processor import ScoredRun, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import ScoringService, load_config
 from tests.tools.otlp import capture_server, wait_port

@@ -7,10 +7,13 @@ import random
 import time
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk.metrics import MeterProvider
 
+from otel_toolscore.service import ScoringService, load_config
 from otel_toolscore.service.app import _depths
 from otel_toolscore.service.decode import decode_spans
-from tests.test_service import start_service
+from tests.test_service import RULES, Running
 
 
 def test_depths_of_a_long_chain_and_a_ring_in_one_pass() -> None:
@@ -46,8 +49,21 @@ def _chain_request(n: int) -> ExportTraceServiceRequest:
     return req
 
 
+def _service_with_span_queue(size: int) -> Running:
+    config = load_config(environ={}, service_overrides={"grpc_port": 0, "http_port": 0, "export": False,
+                                                         "quiet_period_ms": 100, "max_pending_spans": 100_000},
+                         scoring_overrides={"span_queue_size": size})
+    running = Running(service=None)  # type: ignore[arg-type]
+    running.service = ScoringService(config, expectations=RULES, meter_provider=MeterProvider(),
+                                     logger_provider=LoggerProvider(), on_scored=running.scored.append)
+    running.service.start()
+    return running
+
+
 def test_a_20000_span_chain_is_scored_and_other_traces_are_not_held_up() -> None:
-    svc = start_service(max_pending_spans=100_000)
+    # A span queue of 4,096 for a 20,000-span trace (40,000 starts and ends): the replay must wait for
+    # room, or the root's end — the last one replayed — is lost and no run is scored.
+    svc = _service_with_span_queue(4096)
     try:
         assert svc.service.accept_spans(_chain_request(20_000)).accepted
         started = time.monotonic()

@@ -32,12 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import baggage
 from opentelemetry import context as otel_context
-from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ..config import Settings
 from ..extract import ExtractOptions, SpanFacts, classify_start
-from ..extract.records import log_view_from_sdk, plain_attributes
+from ..extract.records import LogRecordView, log_view_from_sdk, plain_attributes
 from ..sinks.base import ScoreSink
 from ..sinks.dispatch import SinkDispatcher
 from ..telemetry import Emitter, names
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
 
     from .judge import Judge
 
-__all__ = ["ScoredRun", "ToolScoreLogRecordProcessor", "ToolScoreSpanProcessor"]
+__all__ = ["ScoredRun", "ToolScoreSpanProcessor"]
 
 _log = logging.getLogger(__name__)
 
@@ -462,13 +461,37 @@ class ToolScoreSpanProcessor(SpanProcessor):
         if self._downstream is not None:
             _call_within(deadline, self._downstream.shutdown)
 
+    def wait_for_queue_room(self, timeout_s: float = 5.0) -> bool:
+        """Block until the span queue is at most half full, or ``timeout_s`` passes (``False``).
+
+        For a caller that replays spans and may wait — the scoring service's scorer thread, never an
+        application thread: a 20,000-span trace replayed at full speed would otherwise overrun the
+        queue and lose its root's end."""
+        queue, capacity = self._queue, self._capacity
+        if len(queue) < capacity // 2:
+            return True
+        deadline = time.monotonic() + timeout_s
+        while len(queue) >= capacity // 2:
+            if time.monotonic() >= deadline:
+                return False
+            self._worker.wake()
+            time.sleep(0.001)
+        return True
+
     # -- log records (GenAI <=1.36 events, event-only instrumentations) -------------------------------
     def add_log_record(self, record: Any) -> None:
-        """Queue an SDK log record for the worker (it joins its trace's facts there)."""
-        if len(self._queue) < self._capacity:
-            self._queue.append((_LOG, record))
-        else:
-            self._app_counts.add("span_queue_full")
+        """Queue a log record for the worker (it joins its trace's facts there). An SDK record is
+        turned into a view here, on the emitting thread: the SDK may reuse or change it afterwards.
+        Never raises."""
+        try:
+            if not isinstance(record, (LogRecordView, SpanFacts)):
+                record = log_view_from_sdk(record)
+            if len(self._queue) < self._capacity:
+                self._queue.append((_LOG, record))
+            else:
+                self._app_counts.add("span_queue_full")
+        except Exception:  # a record the view cannot read: counted, never raised into the application
+            self._app_counts.add("malformed_span")
 
     def add_log_facts(self, facts: SpanFacts) -> None:
         """Queue facts already read from a log record (the scoring service reads them itself)."""
@@ -540,28 +563,3 @@ def _register_drain(processor: ToolScoreSpanProcessor) -> Any:
     atexit.register(drain)
     return drain
 
-
-class ToolScoreLogRecordProcessor(LogRecordProcessor):
-    """Feeds tool calls and content found in log events into the span processor's runs.
-
-    Add it to the ``LoggerProvider`` before the exporting processor. It exports nothing itself; the
-    record is read on the span processor's worker, never on the emitting thread.
-    """
-
-    def __init__(self, span_processor: ToolScoreSpanProcessor) -> None:
-        self._span_processor = span_processor
-
-    def on_emit(self, log_record: Any) -> None:
-        try:
-            # A view now (the SDK may reuse or change the record after on_emit returns); read later.
-            self._span_processor.add_log_record(log_view_from_sdk(log_record))
-        except Exception:
-            self._span_processor._app_counts.add("malformed_span")
-
-    emit = on_emit  # older SDKs call ``emit``
-
-    def shutdown(self) -> None:
-        return None
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return True

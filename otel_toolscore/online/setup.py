@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
 from .exporters import exporters_from_env
-from .processor import ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
+from .log_processor import ToolScoreLogRecordProcessor
+from .processor import ToolScoreSpanProcessor
 
 __all__ = ["Installed", "configure", "install", "otlp_endpoint_configured"]
 

@@ -388,12 +388,18 @@ class ScoringService:
             spans.append(with_parent_remote(d.span, bool(remote)))
         depth = _depths(parents)
         by_start = sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
-        for s in by_start:
+        # This thread may wait (it is no application's): room in the processor's queue is waited for
+        # every 1,024 spans, so a trace larger than the queue is replayed whole, root included.
+        for i, s in enumerate(by_start):
+            if not i & 1023:
+                p.wait_for_queue_room()
             p.on_start(s, None)  # type: ignore[arg-type,unused-ignore]  # reads a ReadableSpan's fields only
         for facts in trace.log_facts:
             p.add_log_facts(facts)
         by_end = sorted(spans, key=lambda s: (s.end_time or 0, -depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
-        for s in by_end:
+        for i, s in enumerate(by_end):
+            if not i & 1023:
+                p.wait_for_queue_room()
             p.on_end(s)
 
     # -- lifecycle --------------------------------------------------------------------------------------
