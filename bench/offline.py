@@ -49,15 +49,16 @@ def _trace_ids(line: str) -> set[str]:
             for sp in ss.get("spans", ()) if isinstance(sp.get("traceId"), str) and len(sp["traceId"]) == 32}
 
 
+def _renamed(line: str, tids: set[str], k: int) -> str:
+    """``line`` with each trace id's first 6 hex digits replaced by copy number ``k``."""
+    for tid in tids:
+        line = line.replace(tid, f"{k:06x}{tid[6:]}")
+    return line
+
+
 def _replicated(lines: list[str], copies: int) -> list[str]:
     ids = [_trace_ids(ln) for ln in lines]
-    out = []
-    for k in range(copies):
-        for ln, tids in zip(lines, ids):
-            for tid in tids:
-                ln = ln.replace(tid, f"{k:04x}{tid[4:]}")
-            out.append(ln)
-    return out
+    return [_renamed(ln, tids, k) for k in range(copies) for ln, tids in zip(lines, ids)]
 
 
 def _spans(lines: list[str]) -> int:
@@ -135,9 +136,7 @@ def run(result: Result, *, quick: bool) -> None:
             k = 0
             while fh.tell() < size_target:
                 for ln, tids in zip(lines, ids):
-                    for tid in tids:
-                        ln = ln.replace(tid, f"{k:06x}{tid[6:]}")
-                    fh.write(ln + "\n")
+                    fh.write(_renamed(ln, tids, k) + "\n")
                 k += 1
         out = subprocess.run([sys.executable, "-m", "bench.offline", "rss", str(big)],
                              cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=900)

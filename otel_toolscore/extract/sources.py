@@ -407,25 +407,11 @@ def _read_bounded(fh: IO[bytes], report: SourceReport, what: str) -> bytes:
 def _from_json_stream(fh: IO[bytes], first: bytes, report: SourceReport) -> Iterator[Any]:
     """JSON Lines read line by line; anything else (one document, pretty-printed) read whole."""
     try:
-        doc = _loads(first)
+        _loads(first)
     except (orjson.JSONDecodeError, RecursionError):
-        doc = None
-    if doc is not None:
-        # the first line is a JSON value of its own: JSON Lines (or a one-line document)
-        n = 1
-        line: bytes | None = first
-        while line:
-            if line.strip():
-                if n > 1:
-                    try:
-                        doc = _loads(line)
-                    except (orjson.JSONDecodeError, RecursionError) as exc:
-                        report.problem(f"line {n}: bad JSON ({exc})")
-                        doc = None
-                if doc is not None:
-                    yield from _from_json_doc(doc, report, f"line {n}")
-            line = _readline(fh, report, n + 1)
-            n += 1
+        pass
+    else:  # the first line is a JSON value of its own: JSON Lines (or a one-line document)
+        yield from _json_lines(_stream_lines(fh, first, report), report)
         return
     data = first + _read_bounded(fh, report, "JSON document")
     try:
@@ -435,7 +421,21 @@ def _from_json_stream(fh: IO[bytes], first: bytes, report: SourceReport) -> Iter
     else:
         yield from _from_json_doc(whole, report, "document")
         return
-    for n, raw in enumerate(data.splitlines(), 1):  # JSON Lines whose first line is bad
+    yield from _json_lines(enumerate(data.splitlines(), 1), report)  # JSON Lines whose first line is bad
+
+
+def _stream_lines(fh: IO[bytes], first: bytes, report: SourceReport) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a stream whose first line was already read."""
+    n, line = 1, first
+    while line:
+        yield n, line
+        n += 1
+        line = _readline(fh, report, n)
+
+
+def _json_lines(lines: Iterable[tuple[int, bytes]], report: SourceReport) -> Iterator[Any]:
+    """The export requests of numbered JSON lines; a line that is not JSON is reported, not raised."""
+    for n, raw in lines:
         if not raw.strip():
             continue
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -406,12 +406,10 @@ class LiveCore:
     def _open_facts(self, state: TraceState) -> list[SpanFacts]:
         """Facts of agent and tool spans still open, from what they said so far."""
         out = []
-        for sp in state.started.values():
+        for _sid, sp in _open_of_role(state, ("agent", "tool")):
             try:
-                if classify_start(sp.name, plain_attributes(sp)) not in ("agent", "tool"):
-                    continue
                 f = read_span(record_from_readable(sp), self.options)
-            except Exception:  # odd attribute values (a list where a string belongs)
+            except Exception:
                 continue
             if f is not None and f.role in ("agent", "tool"):
                 out.append(f)
@@ -420,14 +418,7 @@ class LiveCore:
     @staticmethod
     def _open_agents(state: TraceState) -> set[str]:
         """Agent spans still open (hex ids): runs that never ended."""
-        out = set()
-        for sid, sp in state.started.items():
-            try:
-                if classify_start(sp.name, plain_attributes(sp)) == "agent":
-                    out.add(hex_id(sid))
-            except Exception:
-                continue
-        return out
+        return {hex_id(sid) for sid, _sp in _open_of_role(state, ("agent",))}
 
     def _score_run(
         self,
@@ -607,3 +598,14 @@ def _saw_model_output(facts: Iterable[SpanFacts]) -> bool:
     """Whether the trace shows what the model answered (even with content dropped) or any tool
     activity: then "no calls" is a real answer, scored 0, not a blind spot of the instrumentation."""
     return any(f.role == "tool" or f.requested or f.saw_output or f.final_output for f in facts)
+
+
+def _open_of_role(state: TraceState, roles: tuple[str, ...]) -> Iterator[tuple[int, Any]]:
+    """(span id, span) of the spans still open whose start classifies them as one of ``roles``."""
+    for sid, sp in state.started.items():
+        try:
+            role = classify_start(sp.name, plain_attributes(sp))
+        except Exception:  # odd attribute values (a list where a string belongs)
+            continue
+        if role in roles:
+            yield sid, sp
