@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model import AgentRun, ToolCall, ToolDefinition
@@ -60,7 +60,8 @@ from .implicit_runs import (
 )
 from .values import RawCall
 
-__all__ = ["assemble_runs"]
+__all__ = ["assemble_runs", "single_run"]
+
 
 def assemble_runs(
     facts: Iterable[SpanFacts],
@@ -75,7 +76,16 @@ def assemble_runs(
     gave no facts, so the nearest enclosing run is found through intermediate spans. ``local_roots``
     names spans to treat as roots even though they have a parent (a remote parent, live).
     """
-    opts = options or DEFAULT_OPTIONS
+    facts = facts if isinstance(facts, (list, tuple)) else list(facts)
+    stops = local_roots if isinstance(local_roots, (set, frozenset)) else set(local_roots)
+    single = single_run(facts, parents, stops, options or DEFAULT_OPTIONS)
+    return single if single is not None else _assemble(facts, parents, stops, options or DEFAULT_OPTIONS)
+
+
+def _assemble(
+    facts: Sequence[SpanFacts], parents: Mapping[str, str | None], stops: Container[str], opts: ExtractOptions
+) -> list[AgentRun]:
+    """The general rules (see the module docstring)."""
     by_span: dict[str, list[SpanFacts]] = {}
     for f in facts:
         if not f.span_id:
@@ -94,7 +104,7 @@ def assemble_runs(
                         f.call.arguments, Mapping
                     ):
                         f.call.arguments = ctx.arguments
-    par = _parent_forest(parents, by_span, set(local_roots))
+    par = _parent_forest(parents, by_span, stops)
     parent_of = par.get
 
     def _role(fs: list[SpanFacts]) -> str:
@@ -278,8 +288,85 @@ def assemble_runs(
     return result
 
 
+def single_run(
+    facts: Sequence[SpanFacts], parents: Mapping[str, str | None], local_roots: Container[str], opts: ExtractOptions
+) -> list[AgentRun] | None:
+    """:func:`assemble_runs` for the commonest trace in one pass, or ``None`` for any other trace.
+
+    The commonest trace holds one agent span and the model and tool spans it encloses, read from
+    span attributes alone (no log records, handoffs, hints or context calls). For it every rule of
+    :func:`assemble_runs` about nesting, wrappers, hosted runs and handoffs is void: the run is the
+    agent span's, every fact belongs to it, and only :func:`_build` (shared) has work to do. Any
+    fact outside that shape — a second agent, an orphan, a model span inside a model span, a parent
+    cycle on the way, a local root between a fact and the agent — returns ``None`` and the general
+    rules run (``tests/test_fast_lane.py`` checks both give the same runs).
+    """
+    root: SpanFacts | None = None
+    by_span: dict[str, SpanFacts] = {}
+    for f in facts:
+        if (
+            f.from_log
+            or f.hints is not None
+            or f.handoff_to is not None
+            or f.handoff_from is not None
+            or f.context_call is not None
+            or f.role not in _SIMPLE_ROLES
+            or not f.span_id
+            or f.span_id in by_span
+        ):
+            return None
+        if f.role == "agent":
+            if root is not None:
+                return None
+            root = f
+        by_span[f.span_id] = f
+    if root is None:
+        return None
+    root_id = root.span_id
+
+    def parent_of(span_id: str) -> str | None:
+        if span_id in local_roots:
+            return None
+        if span_id in parents:
+            return parents[span_id]
+        known = by_span.get(span_id)
+        return known.parent_span_id if known is not None else None
+
+    # The agent's own ancestors must end without a cycle (a cycle through it would be cut below it).
+    seen = {root_id}
+    cur = parent_of(root_id)
+    while cur is not None:
+        if cur in seen or len(seen) > len(parents) + len(by_span):
+            return None
+        seen.add(cur)
+        cur = parent_of(cur)
+    inside = {root_id}  # spans known to lie under the agent
+    for f in facts:
+        if f is root:
+            continue
+        first = parent_of(f.span_id)
+        if f.role == "llm" and first is not None and first in by_span and by_span[first].role == "llm":
+            return None  # one model call seen twice: grouped by the generic rules
+        path = [f.span_id]
+        cur = first
+        while cur not in inside:
+            if cur is None or cur in local_roots or cur in path or len(path) > len(parents) + len(by_span):
+                return None  # outside the agent's run, or a cycle
+            path.append(cur)
+            cur = parent_of(cur)
+        inside.update(path)
+    run = RunFacts(root_id)
+    for f in facts:
+        f.materialize(opts)
+        _place(run, f.span_id, [f], f.role, group=f.span_id)
+    return [_build(run, None, opts)]
+
+
+_SIMPLE_ROLES = frozenset({"agent", "tool", "llm"})
+
+
 def _parent_forest(
-    parents: Mapping[str, str | None], by_span: Mapping[str, list[SpanFacts]], stops: set[str]
+    parents: Mapping[str, str | None], by_span: Mapping[str, list[SpanFacts]], stops: Container[str]
 ) -> dict[str, str | None]:
     """Every span's parent, with local roots cut off and parent cycles (a ring, a span its own
     parent: malformed input) broken where they close, in one O(spans) pass: what is left is a forest."""

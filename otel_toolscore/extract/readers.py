@@ -8,7 +8,7 @@ name-prefix test, and for the others only reads scalar attributes: content is de
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .content import (
@@ -44,7 +44,7 @@ from .frameworks import (
     smolagents_agent,
 )
 from .hints import RunHints
-from .records import LogRecordView, SpanRecord
+from .records import EventTuple, LogRecordView, SpanRecord
 from .values import clean_id
 
 __all__ = ["classify_start", "may_have_facts", "read_log", "read_span"]
@@ -525,23 +525,38 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
         reader(rec, a, f, convs)
     if events:
         _span_events(rec, f, convs)
+    return settle_facts(f, a, convs, rec.status_code, rec.status_message, rec.scope_name, events, options)
+
+
+def settle_facts(
+    f: SpanFacts,
+    a: Mapping[str, Any],
+    convs: list[str],
+    status_code: str,
+    status_message: str | None,
+    scope: str | None,
+    events: Sequence[EventTuple],
+    options: ExtractOptions | None,
+) -> SpanFacts | None:
+    """What every span's reading ends with, once the convention readers have run: the framework tag,
+    the role's defaults, error status, the root's attributes (shared by :func:`read_span` and the
+    table-driven lane in :mod:`.fast_read`)."""
     if not convs or a.get("openinference.span.kind") == "EVALUATOR":
         return None  # an evaluator's carrier span (ours, or another evaluator's) is no agent activity
-    scope = rec.scope_name
     if scope:
         tag = _scope_tag(scope)
         if tag is not None and tag not in convs:
             convs.append(tag)
     if not f.role:
         f.role = "other"
-    if rec.status_code == "ERROR" and rec.status_message and "not found" in rec.status_message:
-        f.error_message = rec.status_message[:2000]  # only "tool … not found" reports are used
+    if status_code == "ERROR" and status_message and "not found" in status_message:
+        f.error_message = status_message[:2000]  # only "tool … not found" reports are used
     if f.role == "tool":
         if f.tool_name is None:
             f.role = "other"  # a tool span that names no tool is not a call we could report
-        elif rec.status_code == "ERROR":
+        elif status_code == "ERROR":
             f.status = "error"
-            f.error_type = f.error_type or _str(a.get("error.type")) or _error_from_events(rec) or "error"
+            f.error_type = f.error_type or _str(a.get("error.type")) or _error_from_events(events) or "error"
         elif a.get("error.type") is not None:
             f.status = "error"
             f.error_type = str(a["error.type"])
@@ -553,8 +568,8 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
     return f
 
 
-def _error_from_events(rec: SpanRecord) -> str | None:
-    for ename, eattrs, _t in rec.events:
+def _error_from_events(events: Sequence[EventTuple]) -> str | None:
+    for ename, eattrs, _t in events:
         if ename == "exception":
             return _str(eattrs.get("exception.type"))
     return None

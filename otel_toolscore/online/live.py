@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -29,13 +29,14 @@ from ..extract import (
     read_span,
     record_from_readable,
 )
+from ..extract.fast_read import read_live_span
 from ..extract.readers import may_have_facts
 from ..extract.records import has_events, plain_attributes
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
 from .expectations import Expectation, expectation_from_attributes, resolve
-from .traces import HeldRoot, StartContext, TraceState, TraceTable, hex_id
+from .traces import HeldRoot, HexLinks, StartContext, TraceState, TraceTable, hex_id
 
 __all__ = ["CoreSink", "LiveCore", "ScoredRun"]
 
@@ -209,10 +210,10 @@ class LiveCore:
             if local:
                 state.local_roots.add(sid)
         try:
-            if may_have_facts(span.name, plain_attributes(span), has_events(span)):
+            facts = read_live_span(span, self.options)  # a scalar GenAI span: one table lookup
+            if facts is None and may_have_facts(span.name, plain_attributes(span), has_events(span)):
                 facts = read_span(record_from_readable(span), self.options)
-            else:
-                facts = None  # an HTTP, database, queue … span: only its parent link matters
+            # else: an HTTP, database, queue … span: only its parent link matters
         except Exception:
             _log.debug("otel-toolscore could not read a span", exc_info=True)
             self.sink.drop("malformed_span")
@@ -369,7 +370,7 @@ class LiveCore:
         the spans to hand on (copies carrying the score), by root."""
         outs: dict[str, ReadableSpan] = {}
         try:
-            parents = {hex_id(k): (hex_id(v) if v is not None else None) for k, v in state.parents.items()}
+            parents = HexLinks(state.parents)
             facts = state.facts
             if state.started:
                 facts = [*facts, *self._open_facts(state)]
@@ -426,7 +427,7 @@ class LiveCore:
         run: AgentRun,
         span: ReadableSpan | None,
         run_roots: set[str],
-        parents: dict[str, str | None],
+        parents: Mapping[str, str | None],
     ) -> ReadableSpan | None:
         """Score one assembled run; with its root ``span``, return the copy carrying the score."""
         root_id = run.root_span_id or ""
@@ -482,7 +483,7 @@ class LiveCore:
         run: AgentRun,
         span_attrs: Any,
         run_roots: set[str],
-        parents: dict[str, str | None],
+        parents: Mapping[str, str | None],
     ) -> tuple[Expectation | None, dict[str, Any] | None]:
         """The expectation the application gave this run (attributes → ``expect()`` → baggage), and
         the ``toolscore.*`` baggage in force where it started.
@@ -526,7 +527,7 @@ class LiveCore:
         return explicit, bag
 
     def _expectation_inside(
-        self, state: TraceState, root_hex: str, run_roots: set[str], parents: dict[str, str | None]
+        self, state: TraceState, root_hex: str, run_roots: set[str], parents: Mapping[str, str | None]
     ) -> Expectation | None:
         """The ``expect()`` block opened inside the run (not inside a nested run), earliest first.
 

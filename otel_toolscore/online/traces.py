@@ -11,7 +11,7 @@ per trace the open spans, the spans known and the facts kept (the caps live in
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +21,56 @@ if TYPE_CHECKING:
     from ..extract import SpanFacts
     from .expectations import Expectation
 
-__all__ = ["HeldRoot", "StartContext", "TraceState", "TraceTable", "hex_id"]
+__all__ = ["HeldRoot", "HexLinks", "StartContext", "TraceState", "TraceTable", "hex_id"]
 
 
 def hex_id(value: int) -> str:
     """A span id as the extractor names it (16 lower-case hex digits)."""
     return format(value, "016x")
+
+
+class HexLinks(Mapping[str, "str | None"]):
+    """A trace's parent links (integer ids) seen with the extractor's hex ids, converted on access.
+
+    The one-run lane of the assembler asks for a few links per span; only the general rules walk
+    them all, and then they are converted once.
+    """
+
+    __slots__ = ("_all", "_links")
+
+    def __init__(self, links: dict[int, int | None]) -> None:
+        self._links = links
+        self._all: dict[str, str | None] | None = None
+
+    def _key(self, key: object) -> int | None:
+        if not isinstance(key, str):
+            return None
+        try:
+            return int(key, 16)
+        except ValueError:
+            return None
+
+    def __contains__(self, key: object) -> bool:
+        k = self._key(key)
+        return k is not None and k in self._links
+
+    def __getitem__(self, key: str) -> str | None:
+        k = self._key(key)
+        if k is None or k not in self._links:
+            raise KeyError(key)
+        parent = self._links[k]
+        return format(parent, "016x") if parent is not None else None
+
+    def _converted(self) -> dict[str, str | None]:
+        if self._all is None:
+            self._all = {hex_id(k): (hex_id(v) if v is not None else None) for k, v in self._links.items()}
+        return self._all
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._converted())
+
+    def __len__(self) -> int:
+        return len(self._links)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,269 @@
+"""The fast lanes give exactly what the general code gives.
+
+* :func:`~otel_toolscore.extract.fast_read.read_live_span` (one table lookup for a scalar GenAI span)
+  must return the very facts :func:`~otel_toolscore.extract.read_span` returns, or decline.
+* :func:`~otel_toolscore.extract.assemble.single_run` (one agent span and what it encloses) must
+  return the very runs the general rules return, or decline.
+
+Checked on every recorded corpus file (offline and replayed live), on spans made by the SDK in
+every shape the readers tell apart, and on random trace trees.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
+
+from otel_toolscore import Expectation, ToolScoreSpanProcessor
+from otel_toolscore.extract import (
+    ExtractOptions,
+    assemble,
+    extract_runs,
+    fast_read,
+    read_span,
+    readers,
+    record_from_readable,
+)
+from otel_toolscore.extract.facts import SpanFacts
+from otel_toolscore.model import AgentRun
+
+CORPUS = Path(__file__).parent / "corpus"
+FILES = sorted(p for p in CORPUS.rglob("*.traces.jsonl") if "node_modules" not in p.parts)
+OPTIONS = (ExtractOptions(capture_content=True), ExtractOptions(capture_content=False))
+
+
+# -- the single-run lane against the general rules ---------------------------------------------------
+class _Checked:
+    """Wraps ``single_run``: every time it answers, the general rules are run on a copy of the same
+    facts and must give the same runs."""
+
+    def __init__(self) -> None:
+        self.original = assemble.single_run
+        self.taken = 0
+        self.declined = 0
+
+    def __call__(self, facts: Sequence[SpanFacts], parents: Any, stops: Any, opts: ExtractOptions) -> Any:
+        mine = copy.deepcopy(list(facts))
+        general_facts = copy.deepcopy(list(facts))
+        fast = self.original(mine, parents, stops, opts)
+        if fast is None:
+            self.declined += 1
+            return self.original(facts, parents, stops, opts)
+        self.taken += 1
+        general = assemble._assemble(general_facts, parents, stops, opts)
+        assert _dump(fast) == _dump(general)
+        return self.original(facts, parents, stops, opts)
+
+
+def _dump(runs: list[AgentRun]) -> list[dict[str, Any]]:
+    return [r.model_dump() for r in runs]
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Checked]:
+    wrapper = _Checked()
+    monkeypatch.setattr(assemble, "single_run", wrapper)
+    yield wrapper
+
+
+@pytest.mark.parametrize("opts", OPTIONS, ids=["content", "names-only"])
+def test_single_run_equals_the_general_rules_on_every_corpus_file(checked: _Checked, opts: ExtractOptions) -> None:
+    for path in FILES:
+        extract_runs(path, options=opts)
+    # the lane is taken where the shape is common and declined elsewhere (multi-agent, logs, hints …)
+    assert checked.taken >= 40, (checked.taken, checked.declined)
+    assert checked.declined >= 40, (checked.taken, checked.declined)
+
+
+def test_single_run_equals_the_general_rules_live(checked: _Checked) -> None:
+    from tests.test_processor_corpus import _load, _replay
+
+    for path in FILES:
+        logs = path.with_name(path.name.replace(".traces.", ".logs."))
+        by_trace, views = _load(path, logs if logs.exists() else None)
+        _replay(by_trace, views, capture_content=True)
+    assert checked.taken >= 40
+
+
+# -- random trees --------------------------------------------------------------------------------
+def _random_trace(rng: random.Random, provider: TracerProvider) -> None:
+    tracer = provider.get_tracer("random", "1")
+    ops = ["invoke_agent", "chat", "execute_tool", "execute_tool", None, "text_completion"]
+
+    def span(depth: int) -> None:
+        # mostly one agent at the top (the lane's shape), sometimes nested or missing agents
+        op = "invoke_agent" if depth == 0 and rng.random() < 0.6 else rng.choice(ops[1:] if rng.random() < 0.8 else ops)
+        attrs: dict[str, Any] = {}
+        name = "work"
+        if op is not None:
+            attrs["gen_ai.operation.name"] = op
+            name = f"{op} x"
+            if op == "execute_tool":
+                attrs["gen_ai.tool.name"] = rng.choice(["a", "b", "final_result", "transfer_to_x"])
+                if rng.random() < 0.5:
+                    attrs["gen_ai.tool.call.id"] = f"call_{rng.randrange(4)}"
+            if op == "invoke_agent" and rng.random() < 0.8:
+                attrs["gen_ai.agent.name"] = rng.choice(["alpha", "beta"])
+            if rng.random() < 0.2:
+                attrs["gen_ai.conversation.id"] = "conv"
+        with tracer.start_as_current_span(name, attributes=attrs) as s:
+            if rng.random() < 0.15:
+                s.set_status(Status(StatusCode.ERROR, rng.choice(["boom", "tool x not found"])))
+            if rng.random() < 0.1:
+                s.set_attribute("error.type", "Timeout")
+            if depth < 4:
+                for _ in range(rng.randrange(4)):
+                    span(depth + 1)
+
+    remote = rng.random() < 0.3
+    if remote:
+        parent = SpanContext(rng.getrandbits(128) or 1, rng.getrandbits(64) or 1, True, TraceFlags(1))
+        token = trace_api.context_api.attach(trace_api.set_span_in_context(trace_api.NonRecordingSpan(parent)))
+        try:
+            span(0)
+        finally:
+            trace_api.context_api.detach(token)
+    else:
+        span(0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_single_run_equals_the_general_rules_on_random_trees(checked: _Checked, seed: int) -> None:
+    rng = random.Random(seed)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for _ in range(150):
+        _random_trace(rng, provider)
+    spans = exporter.get_finished_spans()
+    by_trace: dict[int, list[ReadableSpan]] = {}
+    for s in spans:
+        assert s.context is not None
+        by_trace.setdefault(s.context.trace_id, []).append(s)
+    for opts in OPTIONS:
+        for group in by_trace.values():
+            records = [record_from_readable(s) for s in group]
+            facts = [f for f in (read_span(r, opts) for r in records) if f is not None]
+            parents = {r.span_id: r.parent_span_id for r in records}
+            stops = {r.span_id for r, s in zip(records, group) if s.parent is None or s.parent.is_remote}
+            assemble.assemble_runs(facts, parents, local_roots=stops, options=opts)
+    assert checked.taken >= 20 and checked.declined >= 20, (checked.taken, checked.declined)
+
+
+# -- the table-driven reader against the readers ---------------------------------------------------
+def _span_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
+    """(name, attributes, scope, status, status message, with an exception event)."""
+    ops = ["invoke_agent", "execute_tool", "chat", "responses", "generate_content", "create_agent", "agent_handoff", 7]
+    tools = [None, "get_weather", "(merged tools)", "final_result", "", 3]
+    extras: list[dict[str, Any]] = [
+        {},
+        {"gen_ai.agent.name": "planner", "gen_ai.agent.id": "a1", "gen_ai.conversation.id": "c1"},
+        {"gen_ai.agent.name": "", "gen_ai.conversation.id": 12},
+        {"gen_ai.tool.call.id": "  call_1 "},
+        {"gen_ai.tool.call.id": "null", "gen_ai.tool.call.arguments": '{"city": "Paris"}'},
+        {"gen_ai.tool.call.result": '{"error": true, "message": "bad"}'},
+        {"gen_ai.tool.call.result": "sunny", "error.type": "ToolError"},
+        {"error.type": ""},
+        {"gen_ai.agent.handoff.target.name": "other"},
+        {"llm.request.type": "chat"},
+        {"openinference.span.kind": "TOOL", "tool.name": "x"},
+        {"gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]'},
+        {"tool_arguments": "{}"},
+        {"mastra.span.type": "tool_call"},
+        {"long": "x" * 400, "flag": True, "n": 3},
+    ]
+    names = ["{op} {tool}", "execute_tool (merged)", "agent run", "running tool", "call_llm", "agent_run [a]"]
+    scopes = [None, "strands.telemetry.tracer", "pydantic-ai", "gcp.vertex.agent", "opentelemetry.instrumentation.openai_agents"]
+    statuses = [(StatusCode.UNSET, None), (StatusCode.ERROR, "Tool get_weather not found"), (StatusCode.ERROR, "boom")]
+    for op, tool, extra, name, scope, (code, msg), event in itertools.product(
+        ops, tools, extras, names, scopes, statuses, (False, True)
+    ):
+        attrs: dict[str, Any] = {"gen_ai.operation.name": op, **extra}
+        if tool is not None:
+            attrs["gen_ai.tool.name"] = tool
+        yield name.format(op=op, tool=tool), attrs, scope, code, msg, event
+
+
+def test_live_reader_gives_the_readers_facts_or_declines() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    taken = declined = 0
+    for name, attrs, scope, code, msg, event in _span_shapes():
+        tracer = provider.get_tracer(scope or "plain")
+        # attributes set after start as well as at start: the SDK hands both the same way
+        with tracer.start_as_current_span(name, attributes=dict(list(attrs.items())[:1])) as s:
+            s.set_attributes(dict(list(attrs.items())[1:]))
+            if event:
+                s.record_exception(ValueError("bad"))
+            s.set_status(Status(code, msg))
+        span = exporter.get_finished_spans()[-1]
+        exporter.clear()
+        for opts in OPTIONS:
+            fast = fast_read.read_live_span(span, opts)
+            if fast is None:
+                declined += 1
+                continue
+            taken += 1
+            assert fast == read_span(record_from_readable(span), opts), (name, attrs, scope, code, msg)
+    assert taken > 1000 and declined > 1000, (taken, declined)
+
+
+def test_live_reader_declines_every_key_another_reader_reacts_to() -> None:
+    """Every marker key of the readers is either one the GenAI reader alone reads, or declined."""
+    genai_scalars = {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.system",
+                     "gen_ai.provider.name", "agent_name"}
+    assert readers._MARKERS - genai_scalars <= fast_read._GENERIC_KEYS
+
+
+def test_processor_scores_the_same_with_and_without_the_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end: the bench's GenAI run, scored with the lanes and with the general code only."""
+    from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
+
+    calls = [ScriptedCall(f"tool_{i}", {"i": i}) for i in range(4)]
+
+    def scores(lanes: bool, content: bool) -> list[Any]:
+        if not lanes:
+            monkeypatch.setattr(fast_read, "read_live_span", lambda span, opts: None)
+            monkeypatch.setattr("otel_toolscore.online.live.read_live_span", lambda span, opts: None)
+            monkeypatch.setattr(assemble, "single_run", lambda *a: None)
+        out: list[Any] = []
+        processor = ToolScoreSpanProcessor(
+            None,
+            expectations=[Expectation(agent_name="a", expected_tool_order=("tool_0", "tool_2"))],
+            on_scored=out.append,
+            capture_content=content,
+            metrics=False,
+            events=False,
+        )
+        provider = TracerProvider()
+        provider.add_span_processor(processor)
+        tracer = provider.get_tracer("t")
+        for i in range(5):
+            run_scripted_agent(tracer, "a", f"q{i}", calls[i % 2 :], answer="ok", capture_content=content)
+        provider.force_flush()
+        provider.shutdown()
+        monkeypatch.undo()
+        return [(r.outcome, r.score, r.run.model_dump(exclude={"run_id", "trace_id", "root_span_id"},
+                                                      mode="json")) for r in out]
+
+    for content in (True, False):
+        fast, general = scores(True, content), scores(False, content)
+        assert len(fast) == 5
+        for a, b in zip(fast, general):
+            a[2]["tool_calls"] = [{k: v for k, v in c.items() if k not in ("span_id", "call_id", "start_time_unix_nano",
+                                   "end_time_unix_nano")} for c in a[2]["tool_calls"]]
+            b[2]["tool_calls"] = [{k: v for k, v in c.items() if k not in ("span_id", "call_id", "start_time_unix_nano",
+                                   "end_time_unix_nano")} for c in b[2]["tool_calls"]]
+            assert a == b
