@@ -291,16 +291,20 @@ def _assemble(
 def single_run(
     facts: Sequence[SpanFacts], parents: Mapping[str, str | None], local_roots: Container[str], opts: ExtractOptions
 ) -> list[AgentRun] | None:
-    """:func:`assemble_runs` for the commonest trace in one pass, or ``None`` for any other trace.
+    """:func:`assemble_runs` for the commonest traces in one pass, or ``None`` for any other trace.
 
-    The commonest trace holds one agent span and the model and tool spans it encloses, read from
-    span attributes alone (no log records, handoffs, hints or context calls). For it every rule of
-    :func:`assemble_runs` about nesting, wrappers, hosted runs and handoffs is void: the run is the
-    agent span's, every fact belongs to it, and only :func:`_build` (shared) has work to do. Any
-    fact outside that shape — a second agent, an orphan, a model span inside a model span, a parent
-    cycle on the way, a local root between a fact and the agent — returns ``None`` and the general
-    rules run (``tests/test_fast_lane.py`` checks both give the same runs).
+    The commonest traces hold one run, read from span attributes alone (no log records, handoffs,
+    hints or context calls): one agent span and the model, tool and other spans it encloses; or no
+    agent span at all and one top span over every fact (a graph's CHAIN root, a hand-written loop).
+    For them every rule of :func:`assemble_runs` about nesting, wrappers, hosted runs and handoffs
+    is void, and only :func:`_build` (shared) has work to do. Any fact outside those shapes — a
+    second agent, a fact outside the agent or under a second top, a model span inside a model span,
+    a nested graph root under a tool span, a parent cycle on the way, a local root between a fact
+    and the agent — returns ``None`` and the general rules run (``tests/test_fast_lane.py`` checks
+    both give the same runs).
     """
+    for f in facts:
+        f.materialize(opts)  # content parsers may add hints and context calls: look after them
     root: SpanFacts | None = None
     by_span: dict[str, SpanFacts] = {}
     for f in facts:
@@ -320,9 +324,9 @@ def single_run(
                 return None
             root = f
         by_span[f.span_id] = f
-    if root is None:
+    if not by_span:
         return None
-    root_id = root.span_id
+    bound = len(parents) + len(by_span)
 
     def parent_of(span_id: str) -> str | None:
         if span_id in local_roots:
@@ -332,37 +336,73 @@ def single_run(
         known = by_span.get(span_id)
         return known.parent_span_id if known is not None else None
 
-    # The agent's own ancestors must end without a cycle (a cycle through it would be cut below it).
-    seen = {root_id}
-    cur = parent_of(root_id)
-    while cur is not None:
-        if cur in seen or len(seen) > len(parents) + len(by_span):
-            return None
-        seen.add(cur)
-        cur = parent_of(cur)
-    inside = {root_id}  # spans known to lie under the agent
-    for f in facts:
-        if f is root:
-            continue
-        first = parent_of(f.span_id)
-        if f.role == "llm" and first is not None and first in by_span and by_span[first].role == "llm":
-            return None  # one model call seen twice: grouped by the generic rules
-        path = [f.span_id]
-        cur = first
-        while cur not in inside:
-            if cur is None or cur in local_roots or cur in path or len(path) > len(parents) + len(by_span):
-                return None  # outside the agent's run, or a cycle
+    top_of: dict[str, str] = {}
+
+    def top(span_id: str) -> str | None:
+        """The topmost span above ``span_id`` (itself when it has no parent); ``None`` on a cycle."""
+        path: list[str] = []
+        on_path: set[str] = set()
+        cur = span_id
+        while True:
+            known = top_of.get(cur)
+            if known is not None:
+                found = known
+                break
+            if cur in on_path or len(path) > bound:
+                return None
             path.append(cur)
-            cur = parent_of(cur)
-        inside.update(path)
+            on_path.add(cur)
+            parent = parent_of(cur)
+            if parent is None:
+                found = cur
+                break
+            cur = parent
+        for node in path:
+            top_of[node] = found
+        return found
+
+    roles_seen: set[str] = set()
+    for f in facts:
+        first = parent_of(f.span_id)
+        above = by_span.get(first) if first is not None else None
+        if above is not None and (
+            (f.role == "llm" and above.role == "llm")  # one model call seen twice: grouped by the general rules
+            or (f.role == "other" and above.role == "tool" and "openinference" in f.conventions)  # a nested graph
+        ):
+            return None
+        roles_seen.add(f.role)
+    if root is not None:
+        root_id = root.span_id
+        if top(root_id) is None:
+            return None  # a cycle above the agent would be cut below it
+        inside = {root_id}  # spans known to lie under the agent
+        for f in facts:
+            if f is root:
+                continue
+            path = [f.span_id]
+            on_path = {f.span_id}
+            cur = parent_of(f.span_id)
+            while cur not in inside:
+                if cur is None or cur in local_roots or cur in on_path or len(path) > bound:
+                    return None  # outside the agent's run, or a cycle
+                path.append(cur)
+                on_path.add(cur)
+                cur = parent_of(cur)
+            inside.update(path)
+    else:
+        # No agent span: the facts under one top are a run when they show a call or a model call.
+        tops = {top(f.span_id) for f in facts}
+        only = tops.pop() if len(tops) == 1 else None
+        if only is None or not ({"tool", "llm"} & roles_seen):
+            return None
+        root_id = only
     run = RunFacts(root_id)
     for f in facts:
-        f.materialize(opts)
         _place(run, f.span_id, [f], f.role, group=f.span_id)
     return [_build(run, None, opts)]
 
 
-_SIMPLE_ROLES = frozenset({"agent", "tool", "llm"})
+_SIMPLE_ROLES = frozenset({"agent", "tool", "llm", "other"})
 
 
 def _parent_forest(
