@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -35,10 +36,10 @@ from ..extract.records import has_events, plain_attributes
 from ..model import AgentRun
 from ..scorers.code import CodeScoreResult, CodeVerdict, ToolCallAccuracyCodeScorer
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
-from .expectations import Expectation, expectation_from_attributes, resolve
+from .expectations import Expectation, expectation_from_attributes, load_rules, resolve
 from .traces import HeldRoot, HexLinks, StartContext, TraceState, TraceTable, hex_id
 
-__all__ = ["CoreSink", "LiveCore", "ScoredRun"]
+__all__ = ["CoreSink", "LiveCore", "ScoredRun", "core_expectations", "core_options"]
 
 _log = logging.getLogger(__name__)
 
@@ -96,6 +97,38 @@ class CoreSink(Protocol):
     def drop(self, reason: str, amount: int = 1) -> None: ...
 
     def pending_delta(self, delta: int) -> None: ...
+
+
+def core_expectations(
+    settings: Settings, expectations: Sequence[Expectation] | str | Path | None
+) -> tuple[list[Expectation], Expectation | None]:
+    """The rules (given, or ``settings.rules``; a path is a rules file) and the default expectation
+    (from ``settings.expected_tool`` / ``expected_tool_order``) a core scores with."""
+    if expectations is None and settings.rules:
+        expectations = settings.rules
+    rules = load_rules(expectations) if isinstance(expectations, (str, Path)) else list(expectations or ())
+    default: Expectation | None = None
+    if settings.expected_tool or settings.expected_tool_order:
+        default = Expectation(
+            name="default",
+            expected_tool=settings.expected_tool,
+            expected_tool_order=settings.expected_tool_order,
+            strict_mode=settings.strict_mode,
+        )
+    return rules, default
+
+
+def core_options(settings: Settings, rules: Sequence[Expectation], judging: bool) -> ExtractOptions:
+    """How a core reads spans. Content (prompts, answers, arguments) is kept only when something
+    reads it: the setting, else a judge or a rule that looks at the query or the arguments."""
+    keep = settings.capture_content if settings.capture_content is not None else (
+        judging or any(r.query_regex or r.expected_arguments for r in rules)
+    )
+    return ExtractOptions(
+        max_chars=settings.max_content_chars,
+        capture_content=keep,
+        max_calls_per_run=settings.max_calls_per_run,
+    )
 
 
 class LiveCore:

@@ -39,10 +39,10 @@ from ..extract import ExtractOptions, SpanFacts, classify_start
 from ..extract.records import LogRecordView, log_view_from_sdk, plain_attributes
 from ..sinks.base import ScoreSink
 from ..sinks.dispatch import SinkDispatcher
-from ..telemetry import Emitter, names
 from .expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
-from .expectations import Expectation, load_rules
-from .live import LiveCore, ScoredRun
+from .expectations import Expectation
+from .live import LiveCore, ScoredRun, core_expectations, core_options
+from .outputs import RunOutputs
 from .traces import StartContext
 from .workers import QueueWorker
 
@@ -124,47 +124,23 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self.settings = settings.model_copy(update=overrides)
         s = self.settings
         self._downstream = downstream
-        if expectations is None and s.rules:
-            expectations = s.rules
-        if isinstance(expectations, (str, Path)):
-            self.rules: list[Expectation] = load_rules(expectations)
-        else:
-            self.rules = list(expectations or ())
-        self.default_expectation: Expectation | None = None
-        if s.expected_tool or s.expected_tool_order:
-            self.default_expectation = Expectation(
-                name="default",
-                expected_tool=s.expected_tool,
-                expected_tool_order=s.expected_tool_order,
-                strict_mode=s.strict_mode,
-            )
+        self.rules, self.default_expectation = core_expectations(s, expectations)
         self._judge = judge
-        # Content (prompts, answers, arguments) is kept only when something here reads it.
-        keep_content = s.capture_content if s.capture_content is not None else (
-            judge is not None or any(r.query_regex or r.expected_arguments for r in self.rules)
+        self._extract_options = core_options(s, self.rules, judging=judge is not None)
+        self.outputs = RunOutputs(
+            s,
+            rules=self.rules,
+            meter_provider=meter_provider,
+            logger_provider=logger_provider,
+            judge=judge,
+            on_scored=on_scored,
+            sinks=sinks,
         )
-        self._extract_options = ExtractOptions(
-            max_chars=s.max_content_chars,
-            capture_content=keep_content,
-            max_calls_per_run=s.max_calls_per_run,
-        )
-        self.emitter = Emitter(
-            meter_provider,
-            logger_provider,
-            events=s.events,
-            metrics_enabled=s.metrics,
-            max_metric_agents=s.max_metric_agents,
-            declared_agents=[r.agent_name for r in self.rules if r.agent_name],
-        )
-        self._on_scored = on_scored
-        self.sinks: SinkDispatcher | None = _sink_dispatcher(sinks, s, self.emitter)
+        self.emitter = self.outputs.emitter
+        self.sinks: SinkDispatcher | None = self.outputs.sinks
+        self._emit = self.outputs.emit_queue
         self._stopped = False
         self._hold_roots = downstream is not None
-        # Counts made on the worker, added to the metrics once per batch (a metric call per run would
-        # be most of the worker's time).
-        self._runs: Counter[tuple[str, str | None]] = Counter()
-        self._drops: Counter[str] = Counter()
-        self._pending = 0
         self._app_counts = _ThreadCounts()  # counted outside the core lock
         self._stalled_at: int | None = None
         # The core is driven by the worker, and by a flush's caller while it drains the queue.
@@ -174,10 +150,6 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._core = LiveCore(
             s, rules=self.rules, default=self.default_expectation, options=self._extract_options, sink=self
         )
-        self._emit = QueueWorker("otel-toolscore-emitter", self._emit_batch, s.emit_queue_size)
-        self._callbacks: QueueWorker | None = None
-        if on_scored is not None:
-            self._callbacks = QueueWorker("otel-toolscore-callback", self._callback_batch, s.callback_queue_size)
         self._worker = QueueWorker(
             "otel-toolscore-worker",
             self._process,
@@ -265,24 +237,16 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 self._app_counts.add("downstream_error")
 
     def scored(self, run: ScoredRun) -> None:
-        if not self._emit.put(run):
-            self._drops["emit_queue_full"] += 1
-        if self._callbacks is not None and not self._callbacks.put(run):
-            self._drops["callback_queue_full"] += 1
-        if self._judge is not None:
-            try:
-                self._judge.offer(run)
-            except Exception:
-                _log.debug("otel-toolscore judge offer failed", exc_info=True)
+        self.outputs.scored(run)
 
     def count_run(self, outcome: str, agent_name: str | None, amount: int = 1) -> None:
-        self._runs[(outcome, agent_name)] += amount
+        self.outputs.runs[(outcome, agent_name)] += amount
 
     def drop(self, reason: str, amount: int = 1) -> None:
-        self._drops[reason] += amount
+        self.outputs.drops[reason] += amount
 
     def pending_delta(self, delta: int) -> None:
-        self._pending += delta
+        self.outputs.pending += delta
 
     # -- the worker thread ------------------------------------------------------------------------
     def _process(self, batch: Iterable[Any]) -> None:
@@ -301,7 +265,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
                         core.end(item[1], kind == _HOLD)
                 except Exception:
                     _log.debug("otel-toolscore failed on a span", exc_info=True)
-                    self._drops["malformed_span"] += 1
+                    self.outputs.drops["malformed_span"] += 1
                     if kind == _HOLD:
                         self.forward(item[1])
             core.settle()
@@ -328,48 +292,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
 
     def _flush_counts(self) -> None:
         """Add what was counted to the metrics (holding the core lock)."""
-        self._drops.update(self._app_counts.take())
-        if not (self._runs or self._drops or self._pending):
-            return
-        runs, drops, pending = self._runs, self._drops, self._pending
-        self._runs, self._drops, self._pending = Counter(), Counter(), 0
-        emitter = self.emitter
-        for (outcome, agent), amount in runs.items():
-            emitter.count_run(outcome, agent, amount)
-        for reason, amount in drops.items():
-            emitter.count_drop(reason, amount)
-        emitter.pending_delta(pending)
-
-    # -- events, metrics and callbacks, each on its own thread ------------------------------------
-    def _emit_batch(self, batch: list[ScoredRun]) -> None:
-        token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
-        try:
-            for scored in batch:
-                result = scored.verdict
-                if result is None:
-                    continue
-                exp = scored.expectation
-                metric_attrs: dict[str, Any] = {}
-                if exp is not None and exp.expected_tool and (exp.has_criteria or exp.name == "default"):
-                    metric_attrs[names.ATTR_EXPECTED_TOOL] = exp.expected_tool  # from configuration only
-                self.emitter.emit_evaluation(
-                    scored.ref,
-                    name=names.EVAL_CODE,
-                    score=result.score,
-                    label=result.label,
-                    explanation=result.summary(),
-                    metric_attributes=metric_attrs,
-                )
-        finally:
-            otel_context.detach(token)
-
-    def _callback_batch(self, batch: list[ScoredRun]) -> None:
-        callback = self._on_scored
-        for scored in batch:
-            try:
-                callback(scored)
-            except Exception:
-                _log.debug("otel-toolscore on_scored callback failed", exc_info=True)
+        self.outputs.flush_counts(self._app_counts.take())
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -428,12 +351,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self._worker.wake()
             time.sleep(0.002)
         ok = not self._forwards and ok
-        ok = self._emit.wait_idle(deadline) and ok
-        if self._callbacks is not None:
-            ok = self._callbacks.wait_idle(deadline) and ok
-        if self.sinks is not None:
-            ok = self.sinks.wait_idle(deadline) and ok
-        return ok
+        return self.outputs.wait_idle(deadline) and ok
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
         """Score held roots, drain events and the judge, then shut the downstream down — all within
@@ -451,11 +369,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._stopped = True
         short = min(deadline, time.monotonic() + (0.1 if self._stalled_at is not None else 5.0))
         self._worker.stop(short)
-        self._emit.stop(short)
-        if self._callbacks is not None:
-            self._callbacks.stop(short)
-        if self.sinks is not None:
-            self.sinks.stop(short)
+        self.outputs.stop(short)
         with contextlib.suppress(Exception):
             atexit.unregister(self._atexit)
         if self._downstream is not None:
@@ -510,19 +424,6 @@ class ToolScoreSpanProcessor(SpanProcessor):
     @property
     def downstream(self) -> SpanProcessor | None:
         return self._downstream
-
-
-def _sink_dispatcher(sinks: Sequence[ScoreSink | str] | None, settings: Settings, emitter: Emitter) -> SinkDispatcher | None:
-    """The dispatcher of the sinks passed (strict) or named in the settings (a warning per bad one);
-    the emitter hands it every evaluation with a score."""
-    from ..sinks.settings import resolve_sinks
-
-    chosen = resolve_sinks(sinks, strict=True) if sinks is not None else resolve_sinks(settings.sinks, strict=False)
-    if not chosen:
-        return None
-    dispatcher = SinkDispatcher(chosen, queue_size=settings.sink_queue_size, count_drop=emitter.count_drop)
-    emitter.on_score = dispatcher.offer
-    return dispatcher
 
 
 def _may_root_a_run(span: ReadableSpan) -> bool:
