@@ -75,6 +75,19 @@ def test_the_offline_reader_imports_the_core_not_the_online_processor() -> None:
             assert not any(t.startswith("otel_toolscore.online") for t in graph[module]), module
 
 
+def test_the_service_imports_the_core_not_the_span_processor() -> None:
+    """The service drives the core (``online.live``) and its outputs (``online.outputs``) itself;
+    neither the service nor the core imports the span processor."""
+    graph = _edges()
+    processor = "otel_toolscore.online.processor"
+    for module in graph:
+        if module.startswith("otel_toolscore.service"):
+            assert processor not in graph[module], module
+    assert "otel_toolscore.online.live" in graph["otel_toolscore.service.app"]
+    for core in ("otel_toolscore.online.live", "otel_toolscore.online.outputs", "otel_toolscore.online.traces"):
+        assert processor not in graph[core], core
+
+
 def test_the_processor_loads_no_service_llm_scorer_or_otlp_decoders() -> None:
     """Import light (issue 11): the live processor and the code scorer load; the service, the LLM
     scorer, the offline reader and the OTLP decoders (protobuf) load on first use."""

@@ -78,7 +78,7 @@ class Running:
 
     def counter(self, name: str, **attrs: Any) -> int:
         assert self.metrics is not None
-        self.service.processor.force_flush(5_000)
+        self.service.force_flush(5_000)
         data = self.metrics.get_metrics_data()
         total = 0
         for rm in data.resource_metrics if data is not None else ():

@@ -39,7 +39,7 @@ from ..telemetry import RunRef, code_score_attributes, names, openinference_anno
 from .expectations import Expectation, expectation_from_attributes, load_rules, resolve
 from .traces import HeldRoot, HexLinks, StartContext, TraceState, TraceTable, hex_id
 
-__all__ = ["CoreSink", "LiveCore", "ScoredRun", "core_expectations", "core_options"]
+__all__ = ["CoreSink", "LiveCore", "ScoredRun", "core_expectations", "core_options", "may_root_a_run"]
 
 _log = logging.getLogger(__name__)
 
@@ -97,6 +97,15 @@ class CoreSink(Protocol):
     def drop(self, reason: str, amount: int = 1) -> None: ...
 
     def pending_delta(self, delta: int) -> None: ...
+
+
+def may_root_a_run(span: ReadableSpan) -> bool:
+    """Whether an ended ``span`` may be a run's root — a local root, or an agent span by the table of
+    keys: such a span is handed on by the core (with the score when there is one), any other at once."""
+    parent = span.parent
+    if parent is None or parent.is_remote:
+        return True
+    return classify_start(span.name, plain_attributes(span)) == "agent"
 
 
 def core_expectations(

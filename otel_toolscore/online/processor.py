@@ -35,13 +35,13 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ..config import Settings
-from ..extract import ExtractOptions, SpanFacts, classify_start
-from ..extract.records import LogRecordView, log_view_from_sdk, plain_attributes
+from ..extract import ExtractOptions, SpanFacts
+from ..extract.records import LogRecordView, log_view_from_sdk
 from ..sinks.base import ScoreSink
 from ..sinks.dispatch import SinkDispatcher
 from .expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
 from .expectations import Expectation
-from .live import LiveCore, ScoredRun, core_expectations, core_options
+from .live import LiveCore, ScoredRun, core_expectations, core_options, may_root_a_run
 from .outputs import RunOutputs
 from .traces import StartContext
 from .workers import QueueWorker
@@ -199,7 +199,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             hold = False
             if self._hold_roots:
                 try:
-                    hold = _may_root_a_run(span)
+                    hold = may_root_a_run(span)
                 except Exception:  # odd attribute values: read (and counted) by the worker
                     hold = False
             q.append((_HOLD, span) if hold else (_END, span))
@@ -424,14 +424,6 @@ class ToolScoreSpanProcessor(SpanProcessor):
     @property
     def downstream(self) -> SpanProcessor | None:
         return self._downstream
-
-
-def _may_root_a_run(span: ReadableSpan) -> bool:
-    """Whether ``span`` may be a run's root: a local root, or an agent span by the table of keys."""
-    parent = span.parent
-    if parent is None or parent.is_remote:
-        return True
-    return classify_start(span.name, plain_attributes(span)) == "agent"
 
 
 def _call_within(deadline: float, fn: Any, *args: Any) -> bool:

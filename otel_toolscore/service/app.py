@@ -1,12 +1,13 @@
-"""The scoring service: OTLP in, the processor's pipeline in the middle, OTLP out.
+"""The scoring service: OTLP in, the scoring core in the middle, OTLP out.
 
-Received spans are decoded into SDK ``ReadableSpan`` objects and buffered by trace
-(:mod:`.buffer`). When a trace is complete, one scorer thread replays it through a
-:class:`~otel_toolscore.online.processor.ToolScoreSpanProcessor` exactly as a live process would
-have run it (``on_start`` in start order, log facts, ``on_end`` in end order), so extraction,
-expectations, the code scorer, the judge, score attributes, events and metrics are the processor's
-own. In enrich-and-forward mode the processor's downstream exports every span, with the score
-attributes on each run's root.
+Received spans are decoded and buffered by trace (:mod:`.buffer`). When a trace is complete, the
+scorer thread runs it through the same core the span processor runs (:class:`~otel_toolscore.online.live.LiveCore`:
+starts in start order, log facts, ends in end order, as a live process would have), with the same
+outputs (:class:`~otel_toolscore.online.outputs.RunOutputs`: events, metrics, sinks, callbacks, the
+judge). In enrich-and-forward mode every span is handed to the forwarding exporter: a run's root as
+a copy carrying its score attributes, every other span as received. Decoded spans are SDK
+``ReadableSpan`` objects, because the SDK's OTLP exporters (retries, TLS, headers, compression)
+forward only those.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .. import __version__
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
 from ..online.exporters import otlp_exporter, otlp_protocol
-from ..online.processor import ToolScoreSpanProcessor
+from ..online.live import LiveCore, ScoredRun, core_expectations, core_options, may_root_a_run
+from ..online.outputs import RunOutputs
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, decode_spans, with_parent_remote
@@ -48,7 +50,6 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     from ..online.expectations import Expectation
-    from ..online.live import ScoredRun
     from ..sinks.base import ScoreSink
 
 __all__ = ["IntakeResult", "ScoringService"]
@@ -88,15 +89,15 @@ class ScoringService:
     Args:
         config: service and scoring settings (:func:`~otel_toolscore.service.settings.load_config`).
         expectations: rules or a rules file (default: ``config.scoring.rules``).
-        judge: an optional LLM judge, passed to the processor.
+        judge: an optional LLM judge, offered every scored run.
         meter_provider, logger_provider, span_exporter: injected outputs (tests, embedding);
             by default they are built from the export settings.
-        on_scored: called with every :class:`~otel_toolscore.online.processor.ScoredRun`.
+        on_scored: called with every :class:`~otel_toolscore.online.live.ScoredRun`.
         judge_from_environment: build the LLM judge from ``OTEL_TOOLSCORE_JUDGE_*`` (when
             ``OTEL_TOOLSCORE_JUDGE_MODEL`` is set) unless ``judge`` is given; its carrier spans are
             exported with the service's own resource.
         environ: the environment read for the judge (default ``os.environ``).
-        sinks: score sinks (objects or built-in names) for the processor; default
+        sinks: score sinks (objects or built-in names); default
             ``config.scoring.sinks`` (``OTEL_TOOLSCORE_SINKS``, ``scoring.sinks`` in the config file).
     """
 
@@ -123,7 +124,7 @@ class ScoringService:
         if svc.forward and self._span_exporter is not None:
             downstream = self._forward = ForwardQueue(self._span_exporter, svc.forward_queue_spans, self._count_drop)
         # The service's own spans (the judge's carrier spans). With forwarding they share the forwarded
-        # spans' exporting processor (which the scoring processor shuts down after draining the judge).
+        # spans' forwarding queue (shut down after the judge is drained).
         self.tracer_provider = TracerProvider(resource=self._resource)
         if downstream is not None:
             self.tracer_provider.add_span_processor(_Shared(downstream))
@@ -133,16 +134,26 @@ class ScoringService:
             from ..online.judge import judge_from_env
 
             judge = judge_from_env(environ, tracer_provider=self.tracer_provider)
-        self.processor = ToolScoreSpanProcessor(
-            downstream,
-            expectations=expectations,
-            judge=judge,
+        # The core the span processor runs, driven here by the scorer thread: a complete trace goes
+        # straight into it (no span processor, no queue, no worker in between).
+        scoring = config.scoring
+        rules, default = core_expectations(scoring, expectations)
+        self.rules = rules
+        self.outputs = RunOutputs(
+            scoring,
+            rules=rules,
             meter_provider=self.meter_provider,
             logger_provider=self.logger_provider,
-            settings=config.scoring,
+            judge=judge,
             on_scored=on_scored,
             sinks=sinks,
         )
+        self.emitter = self.outputs.emitter
+        self._judge = judge
+        if judge is not None:
+            judge.bind(self.emitter)  # every trace is scored before a flush asks: nothing to hand over
+        self.extract_options = core_options(scoring, rules, judging=judge is not None)
+        self._core = LiveCore(scoring, rules=rules, default=default, options=self.extract_options, sink=_CoreSink(self))
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,
             max_bytes=svc.max_pending_bytes,
@@ -235,7 +246,7 @@ class ScoringService:
         )
 
     def _count_drop(self, reason: str, amount: int) -> None:
-        self.processor.emitter.count_drop(reason, amount)
+        self.emitter.count_drop(reason, amount)
 
     # -- intake (called by the receivers, on their threads) --------------------------------------------
     @property
@@ -280,9 +291,9 @@ class ScoringService:
             self.refuse("spans", "overload", total)
             return IntakeResult(False, "overload")
         if invalid:
-            self.processor.emitter.count_drop("invalid_span", invalid)
+            self.emitter.count_drop("invalid_span", invalid)
         if admission.duplicates:
-            self.processor.emitter.count_drop("duplicate_span", admission.duplicates)
+            self.emitter.count_drop("duplicate_span", admission.duplicates)
         if len(decoded) > admission.duplicates:
             self._received.add(len(decoded) - admission.duplicates, {names.ATTR_SIGNAL: "spans"})
         if admission.late:
@@ -291,20 +302,20 @@ class ScoringService:
 
     def _late(self, late: list[DecodedSpan]) -> None:
         """Spans of a trace already scored: forwarded unscored (enrich-and-forward), counted."""
-        self.processor.emitter.count_drop("late_span", len(late))
+        self.emitter.count_drop("late_span", len(late))
         if self._forward is not None:
             for d in late:
                 try:
                     self._forward.put(d.span, wait=False)  # a receiver thread: never waits (a full queue counts it)
                 except Exception:
-                    self.processor.emitter.count_drop("downstream_error")
+                    self.emitter.count_drop("downstream_error")
 
     def accept_logs(self, request: ExportLogsServiceRequest) -> IntakeResult:
         total = sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
         if self._draining:
             self.refuse("logs", "draining", total)
             return IntakeResult(False, "draining")
-        options = self.processor.extract_options  # the same options the processor reads spans with
+        options = self.extract_options  # the same options the core reads spans with
         kept: list[tuple[int, SpanFacts]] = []
         for view in log_views_from_proto(request):
             if not view.trace_id:
@@ -312,7 +323,7 @@ class ScoringService:
             try:
                 facts = read_log(view, options)
             except Exception:
-                self.processor.emitter.count_drop("malformed_span")
+                self.emitter.count_drop("malformed_span")
                 continue
             if facts is not None:
                 kept.append((int(view.trace_id, 16), facts))
@@ -323,7 +334,7 @@ class ScoringService:
         if total:
             self._received.add(total, {names.ATTR_SIGNAL: "logs"})
         if late:
-            self.processor.emitter.count_drop("late_log", late)
+            self.emitter.count_drop("late_log", late)
         return IntakeResult(True)
 
     # -- scoring ----------------------------------------------------------------------------------------
@@ -351,11 +362,13 @@ class ScoringService:
                     self._abandon(due[i:])
                     break
                 try:
-                    self._replay(trace)
+                    self._score(trace)
                 finally:
                     self.buffer.release(trace)
                     self._traces.add(1, {names.ATTR_OUTCOME: why})
                 scored += 1
+            self._core.sweep()  # roots held past their grace, traces past the timeout
+            self.outputs.flush_counts()
             return scored
 
     def _abandon(self, traces: Sequence[tuple[PendingTrace, str]]) -> None:
@@ -364,18 +377,19 @@ class ScoringService:
             spans += len(trace.spans)
             logs += len(trace.log_facts)
             self.buffer.release(trace)
-        self.processor.emitter.count_drop("drain_timeout", spans + logs)
+        self.emitter.count_drop("drain_timeout", spans + logs)
         _log.warning(
             "otel-toolscore serve: drain deadline reached; %d traces (%d spans, %d log records) not scored",
             len(traces), spans, logs,
         )
 
-    def _replay(self, trace: PendingTrace) -> None:
-        """Run the trace through the processor as the live process ran it."""
-        p = self.processor
+    def _score(self, trace: PendingTrace) -> None:
+        """Run a complete trace through the core, in the order the live process ran it: starts in
+        start order, log facts, ends in end order (a parent before its children on ties)."""
+        core = self._core
         if not trace.spans:
             # Log records whose spans never came: nothing to score them against.
-            p.emitter.count_drop("orphan_logs", len(trace.log_facts))
+            self.emitter.count_drop("orphan_logs", len(trace.log_facts))
             return
         ids = trace.ids
         parents: dict[int, int | None] = {}
@@ -388,19 +402,45 @@ class ScoringService:
             spans.append(with_parent_remote(d.span, bool(remote)))
         depth = _depths(parents)
         by_start = sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
-        # This thread may wait (it is no application's): room in the processor's queue is waited for
-        # every 1,024 spans, so a trace larger than the queue is replayed whole, root included.
-        for i, s in enumerate(by_start):
-            if not i & 1023:
-                p.wait_for_queue_room()
-            p.on_start(s, None)  # type: ignore[arg-type,unused-ignore]  # reads a ReadableSpan's fields only
+        for s in by_start:
+            core.start(s, None)
         for facts in trace.log_facts:
-            p.add_log_facts(facts)
+            core.log(facts)
         by_end = sorted(spans, key=lambda s: (s.end_time or 0, -depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
-        for i, s in enumerate(by_end):
-            if not i & 1023:
-                p.wait_for_queue_room()
-            p.on_end(s)
+        for s in by_end:
+            hold = may_root_a_run(s)
+            if not hold:
+                self._forward_span(s)  # a span that roots no run leaves as received
+            try:
+                core.end(s, hold)
+            except Exception:
+                _log.debug("otel-toolscore serve: a span could not be scored", exc_info=True)
+                self.outputs.drops["malformed_span"] += 1
+                if hold:
+                    self._forward_span(s)
+        core.settle()
+
+    def _forward_span(self, span: ReadableSpan) -> None:
+        """Hand a span to the forwarding exporter (enrich-and-forward); the scorer waits for room."""
+        if self._forward is not None:
+            try:
+                self._forward.put(span, wait=True)
+            except Exception:
+                self.emitter.count_drop("downstream_error")
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Add the counts made so far to the metrics, and wait — within ``timeout_millis`` — for the
+        events, sinks, callbacks and judgments queued, then for the forwarding exporter."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        with self._score_lock:
+            self.outputs.flush_counts()
+        ok = self.outputs.wait_idle(deadline)
+        if self._judge is not None:
+            ok = self._judge.force_flush(max(0.0, deadline - time.monotonic())) and ok
+            ok = self.outputs.wait_idle(deadline) and ok
+        if self._forward is not None:
+            ok = self._forward.force_flush(int(max(0.0, deadline - time.monotonic()) * 1000)) and ok
+        return ok
 
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -415,6 +455,17 @@ class ScoringService:
             self.shutdown()
             raise
         self._started = True
+
+    def _drain_outputs(self, deadline: float) -> None:
+        """Events, sinks, callbacks and the judge, within ``deadline``; then their threads stop."""
+        halfway = time.monotonic() + max(0.0, deadline - time.monotonic()) / 2
+        self.outputs.wait_idle(halfway)
+        if self._judge is not None:
+            self._judge.shutdown(max(0.0, deadline - time.monotonic()) * 0.5)
+            self.outputs.wait_idle(deadline)
+        with self._score_lock:
+            self.outputs.flush_counts()
+        self.outputs.stop(max(time.monotonic() + 0.1, deadline))
 
     @property
     def grpc_port(self) -> int:
@@ -449,8 +500,9 @@ class ScoringService:
         self.score_due(everything=True)
         if self._forward is not None:
             self._forward.set_deadline(flushed_by)
-        self.processor.shutdown(timeout_millis=int(max(0.1, flushed_by - time.monotonic()) * 1000))
+        self._drain_outputs(flushed_by)
         if self._forward is not None:
+            _bounded(self._forward.shutdown, flushed_by)
             self._forward.abandon()  # spans the exporter did not take in time: counted before the metrics' last export
         _bounded(self.tracer_provider.shutdown, flushed_by)
         for provider in self._owned:
@@ -472,6 +524,29 @@ def _bounded(fn: Callable[[], object], deadline: float) -> None:
     t = threading.Thread(target=run, name="otel-toolscore-shutdown", daemon=True)
     t.start()
     t.join(max(0.05, deadline - time.monotonic()))
+
+
+class _CoreSink:
+    """The core's outputs in the service: spans to the forwarding exporter, the rest to RunOutputs."""
+
+    def __init__(self, service: ScoringService) -> None:
+        self._service = service
+        self._outputs = service.outputs
+
+    def forward(self, span: ReadableSpan) -> None:
+        self._service._forward_span(span)
+
+    def scored(self, run: ScoredRun) -> None:
+        self._outputs.scored(run)
+
+    def count_run(self, outcome: str, agent_name: str | None, amount: int = 1) -> None:
+        self._outputs.count_run(outcome, agent_name, amount)
+
+    def drop(self, reason: str, amount: int = 1) -> None:
+        self._outputs.drop(reason, amount)
+
+    def pending_delta(self, delta: int) -> None:
+        self._outputs.pending_delta(delta)
 
 
 class _Shared(SpanProcessor):

@@ -49,7 +49,7 @@ def _kind(instrument: Any) -> str | None:
 
 
 def emitted_instruments() -> list[tuple[str, str, str | None]]:
-    """(name, kind, unit) of every instrument a scoring service and its processor create."""
+    """(name, kind, unit) of every instrument a scoring service and its core's emitter create."""
     from opentelemetry.sdk._logs import LoggerProvider
 
     from otel_toolscore.service import ScoringService, load_config
@@ -61,7 +61,7 @@ def emitted_instruments() -> list[tuple[str, str, str | None]]:
     receiver = HttpReceiver(service, config.service)  # the connection counters live with the receiver
     try:
         found = []
-        for owner in (service.processor.emitter, service, receiver):
+        for owner in (service.emitter, service, receiver):
             for value in vars(owner).values():
                 kind = _kind(value)
                 if kind is not None:
@@ -69,7 +69,7 @@ def emitted_instruments() -> list[tuple[str, str, str | None]]:
         return found
     finally:
         receiver.stop(0)
-        service.processor.shutdown()
+        service.shutdown(timeout_s=2)
 
 
 def emitted_series() -> set[str]:
