@@ -240,13 +240,13 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self.outputs.scored(run)
 
     def count_run(self, outcome: str, agent_name: str | None, amount: int = 1) -> None:
-        self.outputs.runs[(outcome, agent_name)] += amount
+        self.outputs.count_run(outcome, agent_name, amount)
 
     def drop(self, reason: str, amount: int = 1) -> None:
-        self.outputs.drops[reason] += amount
+        self.outputs.drop(reason, amount)
 
     def pending_delta(self, delta: int) -> None:
-        self.outputs.pending += delta
+        self.outputs.pending_delta(delta)
 
     # -- the worker thread ------------------------------------------------------------------------
     def _process(self, batch: Iterable[Any]) -> None:
@@ -265,7 +265,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
                         core.end(item[1], kind == _HOLD)
                 except Exception:
                     _log.debug("otel-toolscore failed on a span", exc_info=True)
-                    self.outputs.drops["malformed_span"] += 1
+                    self.outputs.drop("malformed_span")
                     if kind == _HOLD:
                         self.forward(item[1])
             core.settle()

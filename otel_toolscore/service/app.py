@@ -403,22 +403,34 @@ class ScoringService:
         depth = _depths(parents)
         by_start = sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
         for s in by_start:
-            core.start(s, None)
+            try:
+                core.start(s, None)
+            except Exception:
+                self._malformed()
         for facts in trace.log_facts:
-            core.log(facts)
+            try:
+                core.log(facts)
+            except Exception:
+                self._malformed()
         by_end = sorted(spans, key=lambda s: (s.end_time or 0, -depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
         for s in by_end:
-            hold = may_root_a_run(s)
+            try:
+                hold = may_root_a_run(s)
+            except Exception:  # odd attribute values: read (and counted) by the core
+                hold = False
             if not hold:
                 self._forward_span(s)  # a span that roots no run leaves as received
             try:
                 core.end(s, hold)
             except Exception:
-                _log.debug("otel-toolscore serve: a span could not be scored", exc_info=True)
-                self.outputs.drops["malformed_span"] += 1
+                self._malformed()
                 if hold:
                     self._forward_span(s)
         core.settle()
+
+    def _malformed(self) -> None:
+        _log.debug("otel-toolscore serve: a span or log record could not be scored", exc_info=True)
+        self.outputs.drop("malformed_span")
 
     def _forward_span(self, span: ReadableSpan) -> None:
         """Hand a span to the forwarding exporter (enrich-and-forward); the scorer waits for room."""
@@ -432,9 +444,8 @@ class ScoringService:
         """Add the counts made so far to the metrics, and wait — within ``timeout_millis`` — for the
         events, sinks, callbacks and judgments queued, then for the forwarding exporter."""
         deadline = time.monotonic() + timeout_millis / 1000
-        with self._score_lock:
-            self.outputs.flush_counts()
-        ok = self.outputs.wait_idle(deadline)
+        ok = self._flush_counts(deadline)
+        ok = self.outputs.wait_idle(deadline) and ok
         if self._judge is not None:
             ok = self._judge.force_flush(max(0.0, deadline - time.monotonic())) and ok
             ok = self.outputs.wait_idle(deadline) and ok
@@ -463,9 +474,18 @@ class ScoringService:
         if self._judge is not None:
             self._judge.shutdown(max(0.0, deadline - time.monotonic()) * 0.5)
             self.outputs.wait_idle(deadline)
-        with self._score_lock:
-            self.outputs.flush_counts()
+        self._flush_counts(deadline)
         self.outputs.stop(max(time.monotonic() + 0.1, deadline))
+
+    def _flush_counts(self, deadline: float) -> bool:
+        """The core's counts to the metrics, waiting for the scorer no longer than ``deadline``."""
+        if not self._score_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            return False
+        try:
+            self.outputs.flush_counts()
+        finally:
+            self._score_lock.release()
+        return True
 
     @property
     def grpc_port(self) -> int:
