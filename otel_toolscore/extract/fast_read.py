@@ -1,14 +1,14 @@
 """The table-driven lane of :func:`~.readers.read_span` for live spans.
 
-Most spans of an instrumented agent are OTel GenAI model, tool and agent spans that carry scalar
-attributes only (content capture is off by default in every GenAI instrumentation). For those,
-running the seven convention readers over a :class:`~.records.SpanRecord` built first is most of the
-cost of reading a span. :func:`read_live_span` reads such a span straight from the SDK object with
-one table lookup (``gen_ai.operation.name`` → role) and gives *exactly* the facts
+Most spans of an instrumented agent are OTel GenAI model, tool and agent spans that only the GenAI
+reader claims. For those, running the seven convention readers over a :class:`~.records.SpanRecord`
+built first is most of the cost of reading a span. :func:`read_live_span` reads such a span straight
+from the SDK object with one table lookup (``gen_ai.operation.name`` → role), defers its content
+(messages, tool definitions) to the same parsers, and gives *exactly* the facts
 :func:`~.readers.read_span` gives (``tests/test_fast_lane.py`` checks it on every shape the
 conventions know). Anything another reader could claim — another convention's keys, a framework
-scope or span name the other readers test, span events, content to parse — declines to the generic
-readers (``None``).
+scope or span name the other readers test, span events, a handoff — declines to the generic readers
+(``None``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .facts import ExtractOptions, SpanFacts
-from .readers import _LLM_OPS, _str, settle_facts
+from .readers import _LLM_OPS, GENAI_CONTENT, _str, settle_facts
 from .records import _STATUS_BY_ID, plain_attributes
 from .values import clean_id
 
@@ -29,11 +29,7 @@ _ROLE_OF_OP: dict[str, str] = {"invoke_agent": "agent", "execute_tool": "tool", 
 #: readers. Kept in step with :mod:`.readers` by ``tests/test_fast_lane.py``.
 _GENERIC_KEYS = frozenset(
     {
-        # content and tool lists the GenAI reader parses
-        "gen_ai.input.messages",
-        "gen_ai.output.messages",
-        "gen_ai.tool.definitions",
-        "gen_ai.agent.tools",
+        # a handoff call (framework call) of the GenAI reader
         "gen_ai.agent.handoff.target.name",
         # other conventions
         "openinference.span.kind",
@@ -56,7 +52,7 @@ _GENERIC_SCOPES = frozenset({"pydantic-ai", "gcp.vertex.agent"})
 
 
 def read_live_span(span: Any, options: ExtractOptions) -> SpanFacts | None:
-    """The facts of a live GenAI span with scalar attributes only, or ``None``: read it generically."""
+    """The facts of a live GenAI span only the GenAI reader claims, or ``None``: read it generically."""
     a = plain_attributes(span)
     op = a.get("gen_ai.operation.name")
     if type(op) is not str:
@@ -74,8 +70,6 @@ def read_live_span(span: Any, options: ExtractOptions) -> SpanFacts | None:
     tool = a.get("gen_ai.tool.name")
     if tool == "(merged tools)":
         return None
-    if role == "tool" and options.capture_content and ("gen_ai.tool.call.arguments" in a or "gen_ai.tool.call.result" in a):
-        return None  # content to parse: the generic path defers it
     ctx = span.context
     parent = span.parent
     status = span.status
@@ -100,4 +94,8 @@ def read_live_span(span: Any, options: ExtractOptions) -> SpanFacts | None:
         f.call_id = clean_id(a.get("gen_ai.tool.call.id"))
         f.raw_arguments = a.get("gen_ai.tool.call.arguments")
         f.raw_result = a.get("gen_ai.tool.call.result")
+    for key, parser in GENAI_CONTENT:  # content: parsed at assembly, as the GenAI reader defers it
+        value = a.get(key)
+        if value is not None:
+            f.defer(parser, value)
     return settle_facts(f, a, ["genai"], code, status.description, scope_name, (), options)

@@ -145,6 +145,15 @@ def _str(value: Any) -> str | None:
 
 
 # -- readers, in precedence order --------------------------------------------------------------------
+#: GenAI content attributes and their parsers, run at assembly (deferred), in this order.
+GENAI_CONTENT = (
+    ("gen_ai.input.messages", genai_input_messages),
+    ("gen_ai.output.messages", genai_output_messages),
+    ("gen_ai.tool.definitions", tool_definitions),
+    ("gen_ai.agent.tools", tool_definitions),  # Strands: JSON list of tool names
+)
+
+
 def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:
     op = a.get("gen_ai.operation.name")
     tool = a.get("gen_ai.tool.name")
@@ -186,12 +195,7 @@ def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]
         f.raw_result = a.get("gen_ai.tool.call.result")
         if "gen_ai.agent.handoff.target.name" in a:
             f.framework = True
-    for key, parser in (
-        ("gen_ai.input.messages", genai_input_messages),
-        ("gen_ai.output.messages", genai_output_messages),
-        ("gen_ai.tool.definitions", tool_definitions),
-        ("gen_ai.agent.tools", tool_definitions),  # Strands: JSON list of tool names
-    ):
+    for key, parser in GENAI_CONTENT:
         value = a.get(key)
         if value is not None:
             f.defer(parser, value)
