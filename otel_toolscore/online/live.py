@@ -477,7 +477,7 @@ class LiveCore:
         if len(run.tool_calls) > limit:
             self.sink.drop("calls_per_run_limit", len(run.tool_calls) - limit)
             run.tool_calls = run.tool_calls[:limit]
-        span_attrs = (span.attributes or {}) if span is not None else {}
+        span_attrs = plain_attributes(span) if span is not None else {}  # no proxy: absent keys are probed
         explicit, bag = self._application_word(state, run, span_attrs, run_roots, parents)
         if bag:
             flag = bag.get(names.ATTR_JUDGE_FLAG)
@@ -606,7 +606,7 @@ class LiveCore:
         return expectation.scorer
 
     def _enriched(self, span: ReadableSpan, result: CodeVerdict) -> ReadableSpan:
-        attrs = dict(span.attributes or {})
+        attrs = dict(plain_attributes(span))  # a C-level copy (the public proxy iterates in Python)
         attrs.update(
             code_score_attributes(result, max_tools=self.settings.max_attribute_tools, call_count=len(result.actual_tools))
         )
