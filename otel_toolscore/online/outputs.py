@@ -1,6 +1,7 @@
 """Where scored runs go, whichever adapter feeds the core (the span processor, the scoring service).
 
-:class:`RunOutputs` is the core's sink minus the spans: each scored run goes to the emitter's thread
+:class:`RunOutputs` is the core's sink (:class:`~.live.CoreSink`). Spans are handed to the adapter's
+``forward`` (the processor's downstream, the service's forwarding exporter); each scored run goes to the emitter's thread
 (``gen_ai.evaluation.result`` event, score histogram, score sinks), to the ``on_scored`` callback's
 thread, and to the LLM judge's sampler — each behind its own bounded queue, so a slow logger
 provider, backend or callback never stops scoring or counting. Counts made by the core (runs by
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ..config import Settings
 from ..sinks.base import ScoreSink
@@ -40,6 +42,7 @@ class RunOutputs:
 
     Args:
         settings: queue sizes, what to emit, metric cardinality caps, the sinks named by settings.
+        forward: where the core's spans go (roots, with their score attributes); ``None``: nowhere.
         rules: the expectation rules (their agent names are declared metric values).
         judge: an optional judge offered every scored run (its owner binds and flushes it).
         on_scored: an optional callback called, on its own thread, with every :class:`ScoredRun`.
@@ -51,6 +54,7 @@ class RunOutputs:
         settings: Settings,
         *,
         rules: Sequence[Expectation],
+        forward: Callable[[ReadableSpan], None] | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         logger_provider: _logs.LoggerProvider | None = None,
         judge: Judge | None = None,
@@ -67,6 +71,7 @@ class RunOutputs:
             declared_agents=[r.agent_name for r in rules if r.agent_name],
         )
         self.judge = judge
+        self._forward = forward
         self.sinks: SinkDispatcher | None = _sink_dispatcher(sinks, s, self.emitter)
         self._on_scored = on_scored
         #: counts since the last :meth:`flush_counts` (made by the core's thread only)
@@ -78,7 +83,11 @@ class RunOutputs:
         if on_scored is not None:
             self.callbacks = QueueWorker("otel-toolscore-callback", self._callback_batch, s.callback_queue_size)
 
-    # -- the core's sink (forwarding spans is the adapter's) -------------------------------------------
+    # -- the core's sink -------------------------------------------------------------------------------
+    def forward(self, span: ReadableSpan) -> None:
+        if self._forward is not None:
+            self._forward(span)
+
     def scored(self, run: ScoredRun) -> None:
         if not self.emit_queue.put(run):
             self.drops["emit_queue_full"] += 1

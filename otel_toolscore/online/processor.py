@@ -130,6 +130,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self.outputs = RunOutputs(
             s,
             rules=self.rules,
+            forward=self.forward,
             meter_provider=meter_provider,
             logger_provider=logger_provider,
             judge=judge,
@@ -148,7 +149,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._forwards: deque[ReadableSpan] = deque()
         self._last_sweep = 0.0
         self._core = LiveCore(
-            s, rules=self.rules, default=self.default_expectation, options=self._extract_options, sink=self
+            s, rules=self.rules, default=self.default_expectation, options=self._extract_options, sink=self.outputs
         )
         self._worker = QueueWorker(
             "otel-toolscore-worker",
@@ -214,7 +215,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             except Exception:
                 self._app_counts.add("downstream_error")
 
-    # -- CoreSink: what the worker's core hands out ----------------------------------------------
+    # -- the core's spans (its outputs' forward): handed downstream -------------------------------
     def forward(self, span: ReadableSpan) -> None:
         if self._downstream is not None:
             self._forwards.append(span)  # handed on by the worker thread, outside the core lock
@@ -235,18 +236,6 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 downstream.on_end(span)
             except Exception:
                 self._app_counts.add("downstream_error")
-
-    def scored(self, run: ScoredRun) -> None:
-        self.outputs.scored(run)
-
-    def count_run(self, outcome: str, agent_name: str | None, amount: int = 1) -> None:
-        self.outputs.count_run(outcome, agent_name, amount)
-
-    def drop(self, reason: str, amount: int = 1) -> None:
-        self.outputs.drop(reason, amount)
-
-    def pending_delta(self, delta: int) -> None:
-        self.outputs.pending_delta(delta)
 
     # -- the worker thread ------------------------------------------------------------------------
     def _process(self, batch: Iterable[Any]) -> None:

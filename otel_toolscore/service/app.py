@@ -142,6 +142,7 @@ class ScoringService:
         self.outputs = RunOutputs(
             scoring,
             rules=rules,
+            forward=self._forward_span,
             meter_provider=self.meter_provider,
             logger_provider=self.logger_provider,
             judge=judge,
@@ -153,7 +154,7 @@ class ScoringService:
         if judge is not None:
             judge.bind(self.emitter)  # every trace is scored before a flush asks: nothing to hand over
         self.extract_options = core_options(scoring, rules, judging=judge is not None)
-        self._core = LiveCore(scoring, rules=rules, default=default, options=self.extract_options, sink=_CoreSink(self))
+        self._core = LiveCore(scoring, rules=rules, default=default, options=self.extract_options, sink=self.outputs)
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,
             max_bytes=svc.max_pending_bytes,
@@ -544,29 +545,6 @@ def _bounded(fn: Callable[[], object], deadline: float) -> None:
     t = threading.Thread(target=run, name="otel-toolscore-shutdown", daemon=True)
     t.start()
     t.join(max(0.05, deadline - time.monotonic()))
-
-
-class _CoreSink:
-    """The core's outputs in the service: spans to the forwarding exporter, the rest to RunOutputs."""
-
-    def __init__(self, service: ScoringService) -> None:
-        self._service = service
-        self._outputs = service.outputs
-
-    def forward(self, span: ReadableSpan) -> None:
-        self._service._forward_span(span)
-
-    def scored(self, run: ScoredRun) -> None:
-        self._outputs.scored(run)
-
-    def count_run(self, outcome: str, agent_name: str | None, amount: int = 1) -> None:
-        self._outputs.count_run(outcome, agent_name, amount)
-
-    def drop(self, reason: str, amount: int = 1) -> None:
-        self._outputs.drop(reason, amount)
-
-    def pending_delta(self, delta: int) -> None:
-        self._outputs.pending_delta(delta)
 
 
 class _Shared(SpanProcessor):
