@@ -74,6 +74,12 @@ class Settings(EnvSettings):
     )
     max_calls_per_run: int = Field(1_000, ge=1, le=1_000_000, description="Tool calls kept per run.")
     max_content_chars: int = Field(8_192, ge=0, le=10_000_000, description="Characters kept per text value.")
+    max_parse_chars: int = Field(
+        1_048_576,
+        ge=0,
+        le=1_000_000_000,
+        description="Longest JSON text (a message list, arguments, a result) parsed at all; longer text is not read.",
+    )
     root_grace_ms: int = Field(
         500, ge=0, le=600_000, description="How long a run's root is held while its descendants are open."
     )

@@ -10,6 +10,7 @@ counted under its reason.
 
 from __future__ import annotations
 
+import itertools
 import json
 import resource
 import subprocess
@@ -94,8 +95,11 @@ def test_a_pattern_that_cannot_be_bounded_is_refused_at_load(tmp_path: Path) -> 
 
 # -- calls per run -----------------------------------------------------------------------------------------
 def test_a_message_with_100k_tool_calls() -> None:
-    """A root message with 100k calls cost 1.8 s in span.end(): calls past the cap are never built."""
-    p = make_pipeline(expectations=[Expectation(expected_tool="t0")], max_calls_per_run=1_000)
+    """A root message with 100k calls cost 1.8 s in span.end(): calls past the cap are never built.
+    (The 7 MB message is under a raised parse limit here; the default refuses it, next test.)"""
+    p = make_pipeline(
+        expectations=[Expectation(expected_tool="t0")], max_calls_per_run=1_000, max_parse_chars=16 * 2**20
+    )
     tracer = p.tracer
     parts = [{"type": "tool_call", "id": f"c{i}", "name": f"t{i % 7}", "arguments": {}} for i in range(100_000)]
     output = json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "tool_call"}])
@@ -111,6 +115,85 @@ def test_a_message_with_100k_tool_calls() -> None:
     assert scored.attributes["toolscore.tool_call_count"] == 1_000
     assert _dropped(p, "calls_per_run_limit") == 99_000
     p.provider.shutdown()
+
+
+def _longest_stall(work: Any) -> float:
+    """Run ``work`` while another thread ticks every millisecond; the longest gap between its ticks
+    is how long the application's threads could not run (a C call holding the interpreter lock)."""
+    ticks: list[float] = []
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        work()
+    finally:
+        done.set()
+        ticker.join()
+    return max((b - a for a, b in itertools.pairwise(ticks)), default=0.0)
+
+
+def test_json_too_long_to_parse_is_not_parsed_and_is_counted() -> None:
+    """A 28 MB output message held the interpreter lock ~0.9 s in one JSON parse on the worker, and
+    every application thread waited: text past max_parse_chars is not parsed, and is counted."""
+    p = make_pipeline(expectations=[Expectation(expected_tool="t")])
+    part = json.dumps({"type": "tool_call", "id": "c", "name": "t", "arguments": {"q": "x" * 8}})
+    output = '[{"role":"assistant","finish_reason":"tool_call","parts":[' + ",".join([part] * 400_000) + "]}]"
+    assert len(output) > 25_000_000
+    root = p.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+    chat = p.tracer.start_span("chat m", context=set_span_in_context(root), attributes={"gen_ai.operation.name": "chat"})
+    chat.set_attribute("gen_ai.output.messages", output)
+    tool = p.tracer.start_span(
+        "execute_tool t", context=set_span_in_context(root),
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.id": "c1"},
+    )
+    tool.end()
+    assert _timed_end(chat) < END_CEILING_S
+    assert _timed_end(root) < END_CEILING_S
+    stall = _longest_stall(p.flush)
+    assert stall < 0.5, f"application threads stalled {stall:.3f} s"  # about 5 ms here; parsing took ~900 ms
+    (scored,) = [s for s in p.spans.get_finished_spans() if s.name == "invoke_agent a"]
+    assert scored.attributes["toolscore.tool_call_count"] == 1  # the executed call; the message was not read
+    assert scored.attributes["toolscore.code.score"] == 1.0
+    assert _dropped(p, "content_too_large") == 1
+    del output
+    p.provider.shutdown()
+
+
+def test_parse_limit_is_a_setting_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from otel_toolscore.config import Settings
+
+    assert Settings().max_parse_chars == 1_048_576
+    monkeypatch.setenv("OTEL_TOOLSCORE_MAX_PARSE_CHARS", "2048")
+    assert Settings.from_env().max_parse_chars == 2048
+
+
+def test_offline_reports_the_json_it_did_not_parse(tmp_path: Path) -> None:
+    """The offline reader applies the same limit and names the value in its report."""
+    from otel_toolscore.extract import ExtractOptions, extract_runs_with_report
+
+    calls = [{"type": "tool_call", "id": f"c{i}", "name": "t", "arguments": {}} for i in range(50)]
+    output = json.dumps([{"role": "assistant", "parts": calls}])
+
+    def span(span_id: str, parent: str, name: str, attrs: dict[str, str]) -> dict[str, Any]:
+        return {"traceId": "ab" * 16, "spanId": span_id, "parentSpanId": parent, "name": name,
+                "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+    spans = [span("01" * 8, "", "invoke_agent a", {"gen_ai.operation.name": "invoke_agent"}),
+             span("02" * 8, "01" * 8, "chat m", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output})]
+    path = str(tmp_path / "t.jsonl")
+    Path(path).write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n")
+    (run,), _ = extract_runs_with_report([path])
+    assert len(run.tool_calls) == 50
+    (run,), report = extract_runs_with_report([path], ExtractOptions(max_parse_chars=1_000))
+    assert run.tool_calls == []
+    assert any("over max_parse_chars (1,000): not parsed" in p for p in report.problems()), report.problems()
 
 
 # -- spans per trace --------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..extract import ExtractionReport, ExtractOptions, extract_runs_with_report
+from ..extract.facts import DEFAULT_OPTIONS
 from ..model import AgentRun
+from .arguments import positive_int
 from .output import add_format_argument, chosen_format, write_csv, write_jsonl
 from .progress import Progress, add_progress_arguments
 
@@ -36,8 +38,19 @@ def add_parser(subparsers: Any) -> None:
     add_format_argument(p)
     p.add_argument("--no-content", action="store_true", help="drop arguments, results, request and answer")
     p.add_argument("--max-chars", type=int, default=8192, help="longest text/argument kept (default 8192)")
+    add_parse_limit_argument(p)
     add_progress_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_parse_limit_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-parse-chars",
+        type=positive_int,
+        default=DEFAULT_OPTIONS.max_parse_chars,
+        help="longest JSON text (message list, arguments, result) parsed at all; longer text is reported, not read "
+        "(default 1048576)",
+    )
 
 
 class InputError(Exception):
@@ -59,7 +72,9 @@ def check_files(files: list[str]) -> None:
 def read_runs(args: argparse.Namespace, progress: Progress | None = None) -> tuple[list[AgentRun], ExtractionReport]:
     """The runs of the files (:class:`InputError` for a file that cannot be read at all)."""
     check_files(list(args.files))
-    options = ExtractOptions(max_chars=args.max_chars, capture_content=not args.no_content)
+    options = ExtractOptions(
+        max_chars=args.max_chars, capture_content=not args.no_content, max_parse_chars=args.max_parse_chars
+    )
     if progress is None or not progress.enabled:
         return extract_runs_with_report(list(args.files), options)
     progress.reading(list(args.files))

@@ -22,7 +22,7 @@ from ..model import AgentRun
 from ..offline.results import JUDGE_COLUMNS, SCORE_COLUMNS, FileRunScore, summarise
 from ..online.expectations import Expectation, RulesError, load_rules, resolve
 from .arguments import tool_order, unit_score
-from .extract_cmd import InputError, finish, read_runs
+from .extract_cmd import InputError, add_parse_limit_argument, finish, read_runs
 from .judge_options import add_judge_arguments, build_judge
 from .output import add_format_argument, chosen_format, write_csv, write_jsonl
 from .progress import Progress, add_progress_arguments
@@ -50,6 +50,7 @@ def add_parser(subparsers: Any) -> None:
                    help="count handoffs / output tools as calls")
     p.add_argument("--no-content", action="store_true", help="read names only (drop arguments and text)")
     p.add_argument("--max-chars", type=int, default=8192, help=argparse.SUPPRESS)
+    add_parse_limit_argument(p)
     add_progress_arguments(p)
     p.add_argument("--report", metavar="FILE.html",
                    help="also write a self-contained HTML report (pass rates, score distributions, failing "

@@ -22,7 +22,6 @@ from .values import (
     maybe_json,
     parse_messages,
     text_of,
-    truncate_value,
 )
 
 __all__ = [
@@ -64,7 +63,7 @@ def requested_calls(facts: SpanFacts, raws: list[RawCall], opts: ExtractOptions)
     capture = opts.capture_content
     start = facts.end_time_unix_nano or None
     for n, raw in enumerate(raws[: opts.max_calls_per_run]):
-        args = truncate_value(maybe_json(raw.arguments), opts.max_chars) if capture else None
+        args = facts.parsed_content(raw.arguments, opts) if capture else None
         kind = "framework" if opts.is_framework(raw.name) else "tool"
         calls.append(Requested(raw.name, raw.call_id, args, kind, facts.span_id, start, n))
     return calls
@@ -87,7 +86,7 @@ def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) 
         facts.history_calls.extend(RawCall(c.name, c.call_id, None, c.position) for c in pm.calls)
     for rid, (value, err) in pm.results.items():
         facts.history_ids.add(rid)
-        facts.results[rid] = (truncate_value(maybe_json(value), opts.max_chars) if opts.capture_content else None, err)
+        facts.results[rid] = (facts.parsed_content(value, opts) if opts.capture_content else None, err)
     if facts.user_query is None and pm.user_texts:
         facts.user_query = pm.user_texts[-1]
 
@@ -102,7 +101,7 @@ def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *
         if not target:
             target.extend(calls)
     for rid, (value, err) in pm.results.items():
-        facts.results.setdefault(rid, (truncate_value(maybe_json(value), opts.max_chars), err))
+        facts.results.setdefault(rid, (facts.parsed_content(value, opts), err))
     if facts.final_output is None and pm.assistant_texts:
         facts.final_output = pm.assistant_texts[-1]
 
@@ -177,9 +176,10 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """One ``gen_ai.*.message`` / ``gen_ai.choice`` event: ``value`` is ``(event name, body)``."""
     name, body = value
     if isinstance(body, str):
-        body = maybe_json(body)
+        body = maybe_json(body)  # its length was checked with the event's (materialize)
     if isinstance(body, Mapping):  # span-event attributes carry nested values as JSON strings
-        body = {k: maybe_json(v) if k in ("message", "content", "tool_calls") else v for k, v in body.items()}
+        body = {k: facts.json_text(v, opts, f"{name} {k}") if k in ("message", "content", "tool_calls") else v
+                for k, v in body.items()}
     if name == "gen_ai.choice":
         if isinstance(body, Mapping) and isinstance(body.get("message"), Mapping) and "role" not in body["message"]:
             body = {**body, "message": {"role": "assistant", **body["message"]}}
@@ -338,7 +338,8 @@ def traceloop_indexed(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractO
             for key, val in fields.items():
                 if m := _TL_TOOLCALL.match(key):
                     calls.setdefault(int(m.group(1)), {})[m.group(2)] = val
-            msg: dict[str, Any] = {"role": fields.get("role"), "content": maybe_json(fields.get("content"))}
+            content = facts.json_text(fields.get("content"), opts, "gen_ai.prompt/completion content")
+            msg: dict[str, Any] = {"role": fields.get("role"), "content": content}
             if isinstance(msg["content"], (Mapping,)) or (
                 isinstance(msg["content"], list) and not all(isinstance(p, Mapping) for p in msg["content"])
             ):
@@ -425,7 +426,7 @@ def pydantic_all_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) ->
     if not facts.requested_fallback:
         facts.requested_fallback.extend(_requested(facts, pm, opts, start=cut))
     for rid, (val, err) in pm.results.items():
-        facts.results.setdefault(rid, (truncate_value(maybe_json(val), opts.max_chars), err))
+        facts.results.setdefault(rid, (facts.parsed_content(val, opts), err))
     if facts.final_output is None and pm.assistant_texts:
         facts.final_output = pm.assistant_texts[-1]
 
@@ -489,7 +490,7 @@ def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOption
     for call in facts.requested:
         raw = by_id.get(call.call_id) if call.call_id else None
         if raw is not None and call.arguments is None and opts.capture_content:
-            call.arguments = truncate_value(maybe_json(raw.arguments), opts.max_chars)
+            call.arguments = facts.parsed_content(raw.arguments, opts)
 
 
 def langgraph_tool_context(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:

@@ -44,6 +44,10 @@ class ExtractOptions:
         max_deferred_chars: content a span may leave unparsed until assembly; a span carrying more
             (long histories in every model span of a long run) is parsed at read time, so a pending
             run holds truncated facts instead of the raw strings.
+        max_parse_chars: longest JSON text parsed at all (a message list, tool definitions, a tool's
+            arguments or result). A parser holds the interpreter lock for its whole call (~30 ms per
+            MiB of message objects on a slow core), and every application thread waits for it;
+            longer text is not parsed (its calls are not seen), counted and reported.
     """
 
     max_chars: int = 8192
@@ -53,6 +57,7 @@ class ExtractOptions:
     include_framework_calls: bool = True
     max_calls_per_run: int = 2000
     max_deferred_chars: int = 32768
+    max_parse_chars: int = 1_048_576
 
     def is_framework(self, name: str) -> bool:
         return name in self.framework_tool_names or name.startswith(self.framework_tool_prefixes)
@@ -190,6 +195,8 @@ class SpanFacts:
     problems: list[str] = field(default_factory=list)
     #: tool calls in this span's messages past ``max_calls_per_run`` (never built; counted by the caller)
     dropped_calls: int = 0
+    #: content values longer than ``max_parse_chars``, left unparsed (counted by the caller)
+    unparsed: int = 0
     materialized: bool = False
 
     def defer(self, parser: Deferred, value: Any) -> None:
@@ -197,13 +204,7 @@ class SpanFacts:
 
     def held_chars(self) -> int:
         """Characters of raw content this (not yet materialized) fact keeps a reference to."""
-        total = 0
-        for value in (self.raw_arguments, self.raw_result, *(v for _, v in self.deferred)):
-            if isinstance(value, str):
-                total += len(value)
-            elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
-                total += len(value[1])  # (event name, body)
-        return total
+        return sum(_text_size(v) for v in (self.raw_arguments, self.raw_result, *(v for _, v in self.deferred)))
 
     def materialize(self, options: ExtractOptions | None = None) -> SpanFacts:
         """Run the deferred parsers and build the executed :class:`ToolCall` (idempotent)."""
@@ -212,6 +213,10 @@ class SpanFacts:
         opts = options or DEFAULT_OPTIONS
         self.materialized = True
         for parser, value in self.deferred:
+            size = _text_size(value)
+            if size > opts.max_parse_chars:
+                self._unparsed(parser.__name__, size, opts)
+                continue
             try:
                 parser(self, plain(value), opts)  # live values arrive as tuples / read-only mappings
             except Exception as exc:  # a reader bug or an odd shape must not lose the rest of the run
@@ -252,7 +257,9 @@ class SpanFacts:
         if value is None or not opts.capture_content or (isinstance(value, str) and value in REDACTION_MARKERS):
             return None
         value = plain(value)
-        if isinstance(value, str):
+        if isinstance(value, str) and len(value) > opts.max_parse_chars:
+            self._unparsed(f"{what} of {self.tool_name}", len(value), opts)  # kept as (truncated) text
+        elif isinstance(value, str):
             parsed = maybe_json(value)
             if parsed is value and value[:1] in ("{", "[") and isinstance(load_json(value), Bad):
                 self.problems.append(f"span {self.span_id}: {what} of {self.tool_name} is not valid JSON")
@@ -261,6 +268,36 @@ class SpanFacts:
             # LangChain callbacks via OpenLLMetry: {"input_str": "<python repr>", "tags", "metadata"}
             value = literal(value["input_str"])
         return truncate_value(value, opts.max_chars)
+
+
+    def json_text(self, value: Any, opts: ExtractOptions, what: str) -> Any:
+        """``maybe_json`` for one attribute's text, unless it is longer than ``max_parse_chars``
+        (then the text itself, counted): parsers given a whole mapping go through this per piece."""
+        if isinstance(value, str) and len(value) > opts.max_parse_chars:
+            self._unparsed(what, len(value), opts)
+            return value
+        return maybe_json(value)
+
+    def parsed_content(self, value: Any, opts: ExtractOptions, what: str = "a message value") -> Any:
+        """An argument or result from a message: JSON text parsed (unless too long), then truncated."""
+        return truncate_value(self.json_text(value, opts, what), opts.max_chars)
+
+    def _unparsed(self, what: str, size: int, opts: ExtractOptions) -> None:
+        self.unparsed += 1
+        self.problems.append(
+            f"span {self.span_id}: {what}: {size:,} characters, over max_parse_chars ({opts.max_parse_chars:,}): not parsed"
+        )
+
+
+def _text_size(value: Any) -> int:
+    """Characters of JSON text a deferred parser is given whole: a string, or the strings of a small
+    tuple (an event's ``(name, body)``, a wrapper's ``(arguments, parameters)``). Parsers given a
+    mapping (flattened attributes) parse piece by piece, each piece through ``parsed_content``."""
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if isinstance(value, tuple) and len(value) <= 2:
+        return sum(len(v) for v in value if isinstance(v, (str, bytes, bytearray)))
+    return 0
 
 
 def _reports_error(raw: Any) -> bool:

@@ -113,7 +113,7 @@ def smolagents_agent(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOp
     ``smolagents.managed_agents.N.{name,description}`` (``llm.tools`` leaves them out)."""
     value = attrs.get("input.value")
     if value is not None and facts.user_query is None:
-        data = maybe_json(value)
+        data = facts.json_text(value, opts, "input.value")
         task = data.get("task") if isinstance(data, Mapping) else None
         if isinstance(task, str) and task:
             facts.user_query = task

@@ -137,6 +137,7 @@ def core_options(settings: Settings, rules: Sequence[Expectation], judging: bool
         max_chars=settings.max_content_chars,
         capture_content=keep,
         max_calls_per_run=settings.max_calls_per_run,
+        max_parse_chars=settings.max_parse_chars,
     )
 
 
@@ -430,6 +431,9 @@ class LiveCore:
             if f.dropped_calls:  # calls past max_calls_per_run in one message: counted once
                 self.sink.drop("calls_per_run_limit", f.dropped_calls)
                 f.dropped_calls = 0
+            if f.unparsed:  # content too long to parse (its JSON would hold the interpreter lock)
+                self.sink.drop("content_too_large", f.unparsed)
+                f.unparsed = 0
         run_roots = {r.root_span_id for r in runs if r.root_span_id}
         for run in runs:
             root = run.root_span_id

@@ -73,6 +73,7 @@ DROP_REASONS: Final = (
     "pending_traces_limit",
     "spans_per_trace_limit",
     "calls_per_run_limit",
+    "content_too_large",
     "trace_timeout",
     "late_span",
     "emit_queue_full",
