@@ -165,6 +165,35 @@ def test_json_too_long_to_parse_is_not_parsed_and_is_counted() -> None:
     p.provider.shutdown()
 
 
+def test_each_piece_of_content_is_held_to_the_parse_limit() -> None:
+    """Parsers given a whole attribute mapping (flattened conventions) or a tool's own arguments
+    check every piece: a long one is counted and kept as text, the rest of the span is read."""
+    scored_runs: list[Any] = []
+    p = make_pipeline(expectations=[Expectation(expected_tool="t")], max_parse_chars=1_000, capture_content=True,
+                      on_scored=scored_runs.append)
+    long_args = json.dumps({"q": "x" * 2_000})
+    root = p.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+    ctx = set_span_in_context(root)
+    p.tracer.start_span("chat m", context=ctx, attributes={  # OpenInference, flattened
+        "openinference.span.kind": "LLM",
+        "llm.tools.0.tool.json_schema": json.dumps({"name": "t", "parameters": {"d": "y" * 2_000}}),
+        "llm.tools.1.tool.json_schema": json.dumps({"name": "u"}),
+    }).end()
+    p.tracer.start_span("execute_tool t", context=ctx, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.arguments": long_args,
+    }).end()
+    root.end()
+    p.flush()
+    (scored,) = [s for s in p.spans.get_finished_spans() if s.name == "invoke_agent a"]
+    assert scored.attributes["toolscore.code.score"] == 1.0
+    assert _dropped(p, "content_too_large") == 2
+    p.processor.shutdown()
+    (run,) = [s.run for s in scored_runs]
+    assert isinstance(run.tool_calls[0].arguments, str) and run.tool_calls[0].arguments.startswith('{"q": "xxx')
+    assert [t.name for t in run.available_tools] == ["u"]  # the long definition is named by nothing parseable
+    p.provider.shutdown()
+
+
 def test_parse_limit_is_a_setting_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from otel_toolscore.config import Settings
 

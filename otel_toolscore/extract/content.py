@@ -129,7 +129,9 @@ def agent_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) ->
         _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=True)
 
 
-def _definition(item: Any) -> ToolDefinition | None:
+def _definition(facts: SpanFacts, item: Any, opts: ExtractOptions) -> ToolDefinition | None:
+    if facts.too_long(item, opts, "a tool definition"):
+        return None  # neither parsed nor taken for a name
     if isinstance(item, str):
         parsed = maybe_json(item)
         if isinstance(parsed, str):
@@ -151,12 +153,12 @@ def _definition(item: Any) -> ToolDefinition | None:
     )
 
 
-def _add_definitions(facts: SpanFacts, items: Iterable[Any]) -> None:
+def _add_definitions(facts: SpanFacts, items: Iterable[Any], opts: ExtractOptions) -> None:
     if facts.tools:
         return
     seen: set[str] = set()
     for item in items:
-        d = _definition(item)
+        d = _definition(facts, item, opts)
         if d is not None and d.name not in seen:
             seen.add(d.name)
             facts.tools.append(d)
@@ -168,7 +170,7 @@ def tool_definitions(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None
     if isinstance(data, Mapping):
         data = [data]
     if isinstance(data, (list, tuple)):
-        _add_definitions(facts, data)
+        _add_definitions(facts, data, opts)
 
 
 # -- GenAI <= 1.36 events (log records and span events) ---------------------------------------------
@@ -262,10 +264,10 @@ def openinference_flat(facts: SpanFacts, attrs: Mapping[str, Any], opts: Extract
     if outputs:
         _absorb_output(facts, parse_messages(_oi_messages(outputs), opts.max_calls_per_run), opts, fallback=facts.role == "agent")
     if tools:
-        _add_definitions(facts, (t.get("json_schema", t.get("name")) for _, t in sorted(tools.items())))
+        _add_definitions(facts, (t.get("json_schema", t.get("name")) for _, t in sorted(tools.items())), opts)
     fc = attrs.get("llm.function_call")
     if fc and not facts.requested and not outputs:
-        data = _json(facts, fc, "llm.function_call")
+        data = None if facts.too_long(fc, opts, "llm.function_call") else _json(facts, fc, "llm.function_call")
         if isinstance(data, Mapping) and data.get("name"):
             _absorb_output(facts, parse_messages({"role": "assistant", "tool_calls": [{"function": data}]}, opts.max_calls_per_run), opts, fallback=False)
 
@@ -359,7 +361,7 @@ def traceloop_indexed(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractO
     if completion:
         _absorb_output(facts, parse_messages(messages(completion), opts.max_calls_per_run), opts, fallback=facts.role == "agent")
     if funcs:
-        _add_definitions(facts, (f for _, f in sorted(funcs.items())))
+        _add_definitions(facts, (f for _, f in sorted(funcs.items())), opts)
 
 
 def traceloop_args(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
@@ -397,7 +399,7 @@ def vercel_prompt_tools(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
     if isinstance(data, str):
         data = _json(facts, data, "ai.prompt.tools")
     if isinstance(data, (list, tuple)):
-        _add_definitions(facts, data)
+        _add_definitions(facts, data, opts)
 
 
 def vercel_response_toolcalls(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
@@ -444,7 +446,7 @@ def adk_llm_request(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
             if isinstance(tool, Mapping):
                 fds = tool.get("function_declarations") or tool.get("functionDeclarations") or ()
                 decls.extend(fds if isinstance(fds, list) else ())
-        _add_definitions(facts, decls)
+        _add_definitions(facts, decls, opts)
 
 
 def adk_llm_response(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:

@@ -213,8 +213,7 @@ class SpanFacts:
         opts = options or DEFAULT_OPTIONS
         self.materialized = True
         for parser, value in self.deferred:
-            size = _text_size(value)
-            if size > opts.max_parse_chars:
+            if (size := _text_size(value)) > opts.max_parse_chars:
                 self._unparsed(parser.__name__, size, opts)
                 continue
             try:
@@ -257,9 +256,7 @@ class SpanFacts:
         if value is None or not opts.capture_content or (isinstance(value, str) and value in REDACTION_MARKERS):
             return None
         value = plain(value)
-        if isinstance(value, str) and len(value) > opts.max_parse_chars:
-            self._unparsed(f"{what} of {self.tool_name}", len(value), opts)  # kept as (truncated) text
-        elif isinstance(value, str):
+        if isinstance(value, str) and not self.too_long(value, opts, f"{what} of {self.tool_name}"):
             parsed = maybe_json(value)
             if parsed is value and value[:1] in ("{", "[") and isinstance(load_json(value), Bad):
                 self.problems.append(f"span {self.span_id}: {what} of {self.tool_name} is not valid JSON")
@@ -270,13 +267,17 @@ class SpanFacts:
         return truncate_value(value, opts.max_chars)
 
 
-    def json_text(self, value: Any, opts: ExtractOptions, what: str) -> Any:
-        """``maybe_json`` for one attribute's text, unless it is longer than ``max_parse_chars``
-        (then the text itself, counted): parsers given a whole mapping go through this per piece."""
-        if isinstance(value, str) and len(value) > opts.max_parse_chars:
+    def too_long(self, value: Any, opts: ExtractOptions, what: str) -> bool:
+        """Is ``value`` text longer than ``max_parse_chars``? (Then it is counted and reported.)"""
+        if isinstance(value, (str, bytes, bytearray)) and len(value) > opts.max_parse_chars:
             self._unparsed(what, len(value), opts)
-            return value
-        return maybe_json(value)
+            return True
+        return False
+
+    def json_text(self, value: Any, opts: ExtractOptions, what: str) -> Any:
+        """``maybe_json`` for one attribute's text, unless it is too long to parse (then the text
+        itself): parsers given a whole mapping go through this per piece."""
+        return value if self.too_long(value, opts, what) else maybe_json(value)
 
     def parsed_content(self, value: Any, opts: ExtractOptions, what: str = "a message value") -> Any:
         """An argument or result from a message: JSON text parsed (unless too long), then truncated."""

@@ -129,7 +129,7 @@ def smolagents_agent(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOp
         if key.startswith("smolagents.managed_agents.") and (m := _SMOL_MANAGED.match(key)):
             managed.setdefault(int(m.group(1)), {})[m.group(2)] = val
     items.extend(entry for _, entry in sorted(managed.items()) if entry.get("name"))
-    _add_definitions(facts, items)
+    _add_definitions(facts, items, opts)
 
 
 # -- LlamaIndex ------------------------------------------------------------------------------------------
