@@ -8,17 +8,25 @@ Two views, single-threaded, measured in the same run as their baseline:
 * ``features``: the end-to-end per-run time with the features switched off one at a time (score
   attributes, events, metrics, no rule matching so nothing is scored), each as a ratio to the SDK
   alone in the same round.
+* ``stall``: the longest pause of an application thread (one that ticks every millisecond) while
+  the worker reads a run whose model span carries one long message of tool calls — under the
+  default ``max_parse_chars`` (not parsed) and with the limit raised above it (parsed in one C call
+  that holds the interpreter lock).
 """
 
 from __future__ import annotations
 
 import gc
+import itertools
+import json
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import set_span_in_context
 
 from .common import Result
 from .pipelines import Pipeline, baseline_pipeline, candidate_pipeline, one_run
@@ -112,6 +120,36 @@ FEATURES: dict[str, dict[str, Any]] = {
 }
 
 
+def _stall(calls: int, **settings: Any) -> tuple[float, int]:
+    """Longest gap (s) between an application thread's 1 ms ticks while the worker reads one run
+    whose chat span carries ``calls`` tool calls in one output message; and the message's length."""
+    part = json.dumps({"type": "tool_call", "id": "c", "name": "get_weather", "arguments": {"city": "Paris"}})
+    message = '[{"role":"assistant","finish_reason":"tool_call","parts":[' + ",".join([part] * calls) + "]}]"
+    pipe = candidate_pipeline(**settings)
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        root = pipe.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+        chat = pipe.tracer.start_span("chat m", context=set_span_in_context(root), attributes={"gen_ai.operation.name": "chat"})
+        chat.set_attribute("gen_ai.output.messages", message)
+        chat.end()
+        root.end()
+        pipe.flush()
+    finally:
+        stop.set()
+        ticker.join()
+        pipe.close()
+    return max((b - a for a, b in itertools.pairwise(ticks)), default=0.0), len(message)
+
+
 def run(result: Result, *, quick: bool) -> None:
     rounds = 1 if quick else 3
     runs = 30 if quick else 400
@@ -139,6 +177,14 @@ def run(result: Result, *, quick: bool) -> None:
                 1,
             ),
         )
+    calls = 40_000 if quick else 400_000
+    raised = _stall(calls, max_parse_chars=10**9, max_calls_per_run=calls)
+    default = _stall(calls)
+    result.add(
+        name=f"stall, one message of {calls:,} calls ({raised[1] / 2**20:.0f} MiB)",
+        parsed_stall_ms=round(raised[0] * 1000, 1),
+        default_stall_ms=round(default[0] * 1000, 1),
+    )
     base: list[float] = []
     per: dict[str, list[float]] = {k: [] for k in FEATURES}
     for r in range(rounds):

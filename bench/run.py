@@ -55,6 +55,8 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("added µs/run", "added_us_per_run"),
         ("ratio to SDK", "ratio_to_sdk"),
         ("µs/run", "us_per_run"),
+        ("stall ms, parsed", "parsed_stall_ms"),
+        ("stall ms, default limit", "default_stall_ms"),
     ],
     "scorer": [
         ("runs/s", "runs_per_s"),
