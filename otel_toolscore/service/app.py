@@ -4,10 +4,9 @@ Received spans are decoded and buffered by trace (:mod:`.buffer`). When a trace 
 scorer thread runs it through the same core the span processor runs (:class:`~otel_toolscore.online.live.LiveCore`:
 starts in start order, log facts, ends in end order, as a live process would have), with the same
 outputs (:class:`~otel_toolscore.online.outputs.RunOutputs`: events, metrics, sinks, callbacks, the
-judge). In enrich-and-forward mode every span is handed to the forwarding exporter: a run's root as
-a copy carrying its score attributes, every other span as received. Decoded spans are SDK
-``ReadableSpan`` objects, because the SDK's OTLP exporters (retries, TLS, headers, compression)
-forward only those.
+judge). In enrich-and-forward mode every span is handed to the forwarding queue as it was received
+(its protobuf messages, never re-encoded), except a run's root, which leaves as a copy of its
+received message with the score attributes added (:mod:`.forward`, :mod:`.otlp_sender`).
 """
 
 from __future__ import annotations
@@ -40,8 +39,9 @@ from ..online.outputs import RunOutputs
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, decode_spans, with_parent_remote
-from .forward import ForwardQueue
+from .forward import ForwardQueue, WireSpan, encode_sdk_span, with_attributes
 from .intake import IntakeResult
+from .otlp_sender import ExporterSender, TraceSender, trace_sender
 from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
 
@@ -121,8 +121,10 @@ class ScoringService:
         self._build_outputs(meter_provider, logger_provider, span_exporter)
         downstream: SpanProcessor | None = None
         self._forward: ForwardQueue | None = None
-        if svc.forward and self._span_exporter is not None:
-            downstream = self._forward = ForwardQueue(self._span_exporter, svc.forward_queue_spans, self._count_drop)
+        if svc.forward and self._sender is not None:
+            downstream = self._forward = ForwardQueue(self._sender, svc.forward_queue_spans, self._count_drop)
+        # the received messages of the spans of the trace being scored, by span id (forwarded as received)
+        self._wire: dict[int, tuple[ReadableSpan, WireSpan]] = {}
         # The service's own spans (the judge's carrier spans). With forwarding they share the forwarded
         # spans' forwarding queue (shut down after the judge is drained).
         self.tracer_provider = TracerProvider(resource=self._resource)
@@ -184,12 +186,18 @@ class ScoringService:
                 "scores are not exported"
             )
         spans_out = metrics_out = logs_out = None
+        self._sender: TraceSender | None = ExporterSender(span_exporter) if span_exporter is not None else None
         if exporting:
             # --export-protocol for every signal, else each signal's OTEL_EXPORTER_OTLP_* protocol
-            # (default http/protobuf, like every OpenTelemetry SDK).
-            spans_out, metrics_out, logs_out = (
+            # (default http/protobuf, like every OpenTelemetry SDK). Forwarded spans leave through a
+            # sender of encoded requests (as received), the service's own spans through the SDK's.
+            if svc.forward and span_exporter is None:
+                self._sender = trace_sender(svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
+            else:
+                spans_out = otlp_exporter("traces", svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
+            metrics_out, logs_out = (
                 otlp_exporter(signal, svc.export_protocol or otlp_protocol(signal), svc.export_endpoint)
-                for signal in ("traces", "metrics", "logs")
+                for signal in ("metrics", "logs")
             )
         resource = self._resource = service_resource()
         if meter_provider is None:
@@ -285,7 +293,7 @@ class ScoringService:
         if self.buffer.saturated or (self._forward is not None and self._forward.backlogged):
             self.refuse("spans", "overload", total)
             return IntakeResult(False, "overload")
-        decoded = list(decode_spans(request))
+        decoded = list(decode_spans(request, keep_wire=self._forward is not None))
         invalid = total - len(decoded)
         admission = self.buffer.add_spans(decoded)
         if not admission.accepted:
@@ -307,7 +315,7 @@ class ScoringService:
         if self._forward is not None:
             for d in late:
                 try:
-                    self._forward.put(d.span, wait=False)  # a receiver thread: never waits (a full queue counts it)
+                    self._forward.put(d.wire or encode_sdk_span(d.span), wait=False)  # a receiver thread: never waits
                 except Exception:
                     self.emitter.count_drop("downstream_error")
 
@@ -395,8 +403,12 @@ class ScoringService:
         ids = trace.ids
         parents: dict[int, int | None] = {}
         spans = []
+        wire = self._wire
+        wire.clear()
         for d in trace.spans:
             parents[d.span_id] = d.parent_id
+            if d.wire is not None:
+                wire[d.span_id] = (d.span, d.wire)
             # Senders that do not mark remote parents: a parent this trace does not hold is taken
             # as remote, so the span bounds its runs as the process-local root did.
             remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
@@ -428,18 +440,35 @@ class ScoringService:
                 if hold:
                     self._forward_span(s)
         core.settle()
+        wire.clear()  # a root the core still holds leaves later, encoded from its SDK span
 
     def _malformed(self) -> None:
         _log.debug("otel-toolscore serve: a span or log record could not be scored", exc_info=True)
         self.outputs.drop("malformed_span")
 
     def _forward_span(self, span: ReadableSpan) -> None:
-        """Hand a span to the forwarding exporter (enrich-and-forward); the scorer waits for room."""
-        if self._forward is not None:
-            try:
-                self._forward.put(span, wait=True)
-            except Exception:
-                self.emitter.count_drop("downstream_error")
+        """Hand a span to the forwarding queue (enrich-and-forward); the scorer waits for room.
+
+        A span the core passes on unchanged leaves as received; a root it enriched, as a copy of
+        its received message with the attributes it gained."""
+        if self._forward is None:
+            return
+        try:
+            ctx = span.context
+            known = self._wire.get(ctx.span_id) if ctx is not None else None
+            if known is None:
+                item = encode_sdk_span(span)
+            else:
+                received, (resource, resource_schema, scope, scope_schema, span_pb) = known
+                if span is not received:
+                    before = received.attributes or {}
+                    added = {k: v for k, v in (span.attributes or {}).items() if k not in before or before[k] != v}
+                    if added:
+                        span_pb = with_attributes(span_pb, added)
+                item = (resource, resource_schema, scope, scope_schema, span_pb)
+            self._forward.put(item, wait=True)
+        except Exception:
+            self.emitter.count_drop("downstream_error")
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Add the counts made so far to the metrics, and wait — within ``timeout_millis`` — for the

@@ -1,10 +1,10 @@
 """OTLP export requests (protobuf or OTLP/JSON) to SDK ``ReadableSpan`` objects and log views.
 
-The service replays decoded spans through the same :class:`ToolScoreSpanProcessor` a live process
-uses, so a decoded span must look like a live one where the processor looks: ``context``,
-``parent`` (a ``SpanContext`` whose ``is_remote`` tells a process-local root), ``name``,
-``attributes``; and it must re-export faithfully in enrich-and-forward mode (resource, scope,
-events, links, kind, status, times).
+The service runs decoded spans through the same core a live process runs, so a decoded span must
+look like a live one where the core looks: ``context``, ``parent`` (a ``SpanContext`` whose
+``is_remote`` tells a process-local root), ``name``, ``attributes``, status, scope, events. In
+enrich-and-forward mode each span also keeps its received messages: it leaves as received, not
+re-encoded from these objects (:mod:`.forward`).
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ class DecodedSpan:
     # Whether the sender said the parent is in another process (``None``: not said, older senders).
     parent_remote: bool | None
     cost: int  # estimated bytes held while buffered
+    #: the span as received (resource, scope and span messages), kept for enrich-and-forward
+    wire: tuple[Any, str, Any, str, Any] | None = None
 
 
 # -- request parsing ------------------------------------------------------------------------------
@@ -128,8 +130,11 @@ def _shared_cost(holder: Any) -> int:
     return SPAN_SIZE_FACTOR * holder.ByteSize() + ATTRIBUTE_OVERHEAD_BYTES * n if n else 0
 
 
-def decode_spans(request: ExportTraceServiceRequest) -> Iterator[DecodedSpan]:
-    """Every span of ``request`` with a valid trace and span id (others are skipped; see ``count_invalid``)."""
+def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False) -> Iterator[DecodedSpan]:
+    """Every span of ``request`` with a valid trace and span id (others are skipped; see ``count_invalid``).
+
+    ``keep_wire``: each span also keeps its received messages (forwarded as received); they are
+    counted in its cost once more at their encoded size."""
     for rs in request.resource_spans:
         resource = Resource(_attrs(rs.resource.attributes), rs.schema_url or None)
         # The resource and each scope are decoded once per request and held as long as any of their
@@ -174,8 +179,13 @@ def decode_spans(request: ExportTraceServiceRequest) -> Iterator[DecodedSpan]:
                     end_time=sp.end_time_unix_nano or sp.start_time_unix_nano or None,
                     instrumentation_scope=scope,
                 )
-                cost = SPAN_SIZE_FACTOR * sp.ByteSize() + SPAN_OVERHEAD_BYTES + ATTRIBUTE_OVERHEAD_BYTES * len(sp.attributes)
-                yield DecodedSpan(span, trace_id, span_id, parent_id, remote, cost + shared)
+                size = sp.ByteSize()
+                cost = SPAN_SIZE_FACTOR * size + SPAN_OVERHEAD_BYTES + ATTRIBUTE_OVERHEAD_BYTES * len(sp.attributes)
+                wire = None
+                if keep_wire:
+                    wire = (rs.resource, rs.schema_url, ss.scope, ss.schema_url, sp)
+                    cost += size
+                yield DecodedSpan(span, trace_id, span_id, parent_id, remote, cost + shared, wire)
                 shared = 0
 
 

@@ -1,0 +1,299 @@
+"""Enrich-and-forward passes spans on as received, and its sender retries as OTLP says.
+
+* A span that gains nothing leaves byte for byte as the sender encoded it — fields the SDK's span
+  objects cannot carry (span flags, dropped counts, trace state, bytes and key-value attributes,
+  schema URLs) included — over OTLP/HTTP and OTLP/gRPC to real backends on 127.0.0.1.
+* A run's root leaves as its received message plus the score attributes, nothing else changed.
+* The senders: retryable HTTP statuses and ``Retry-After``, gRPC ``UNAVAILABLE`` and
+  ``RESOURCE_EXHAUSTED`` with / without ``RetryInfo``, the request timeout as the bound of all
+  retries, compression and headers from ``OTEL_EXPORTER_OTLP_*``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+from collections.abc import Iterator
+from concurrent import futures
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolscore import Expectation
+from otel_toolscore.scripted import run_scripted_agent
+from otel_toolscore.service.app import ScoringService
+from otel_toolscore.service.forward import build_request, with_attributes
+from otel_toolscore.service.otlp_sender import GrpcTraceSender, HttpTraceSender, trace_sender
+from otel_toolscore.service.settings import load_config
+from tests.tools.otlp import capture_server, grpc_capture_server
+
+RULES = [Expectation(agent_name="weather_agent", expected_tool="get_weather")]
+
+
+def _agent_request() -> trace_service_pb2.ExportTraceServiceRequest:
+    """A scripted agent run as the SDK's exporter encodes it, plus what only the wire can carry."""
+    memory = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(memory))
+    run_scripted_agent(tp.get_tracer("agent"), "weather_agent", "What's the weather in Paris?", ["get_weather"])
+    request = encode_spans(memory.get_finished_spans())
+    for rs in request.resource_spans:
+        rs.schema_url = "https://opentelemetry.io/schemas/1.30.0"
+        for ss in rs.scope_spans:
+            ss.schema_url = "https://opentelemetry.io/schemas/1.29.0"
+            for sp in ss.spans:
+                sp.flags |= 0x100  # "is_remote known": the SDK's span objects cannot carry these bits
+                sp.dropped_attributes_count = 3
+                sp.dropped_events_count = 2
+                sp.trace_state = "vendor=abc"
+                sp.attributes.append(KeyValue(key="blob", value=AnyValue(bytes_value=b"\x00\x01")))
+                kv = KeyValue(key="nested")
+                kv.value.kvlist_value.values.add(key="k", value=AnyValue(int_value=7))
+                sp.attributes.append(kv)
+    return request
+
+
+def _spans(request: Any) -> dict[bytes, Any]:
+    return {sp.span_id: sp for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans}
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_spans_leave_as_received_and_the_root_gains_only_its_scores(protocol: str) -> None:
+    capture = capture_server() if protocol == "http/protobuf" else grpc_capture_server()
+    with capture as (endpoint, backend):
+        config = load_config(environ={}, service_overrides={
+            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
+            "export_endpoint": endpoint, "export_protocol": protocol, "metric_export_interval_ms": 60_000,
+        })
+        service = ScoringService(config, expectations=RULES)
+        service.start()
+        sent = _agent_request()
+        try:
+            channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
+            trace_service_pb2_grpc.TraceServiceStub(channel).Export(sent, timeout=10)
+            channel.close()
+            wanted = set(_spans(sent))
+
+            def forwarded() -> dict[bytes, Any]:
+                with backend.lock:
+                    reqs = list(backend.requests["/v1/traces"])
+                out: dict[bytes, Any] = {}
+                for r in reqs:
+                    out.update(_spans(r))
+                return out
+
+            assert backend.wait_for(lambda: wanted <= set(forwarded()), timeout=20)
+        finally:
+            service.shutdown(timeout_s=10)
+        got = forwarded()
+        with backend.lock:
+            (first, *_) = backend.requests["/v1/traces"]
+        assert first.resource_spans[0].schema_url == "https://opentelemetry.io/schemas/1.30.0"
+        assert first.resource_spans[0].scope_spans[0].schema_url == "https://opentelemetry.io/schemas/1.29.0"
+        roots = [sid for sid, sp in _spans(sent).items() if sp.name.startswith("invoke_agent")]
+        assert len(roots) == 1
+        for sid, sp in _spans(sent).items():
+            if sid in roots:
+                continue
+            assert got[sid] == sp  # the message itself: every field as the sender wrote it
+            assert got[sid].SerializeToString() == sp.SerializeToString()
+        (root,) = roots
+        out = got[root]
+        added = {kv.key: kv.value for kv in out.attributes if kv.key not in {a.key for a in _spans(sent)[root].attributes}}
+        assert added["toolscore.code.score"].double_value == 1.0
+        assert all(k.startswith(("toolscore.", "annotations.")) for k in added), sorted(added)  # scores, OI annotation
+        stripped = trace_service_pb2.ExportTraceServiceRequest().resource_spans.add().scope_spans.add().spans.add()
+        stripped.CopyFrom(out)
+        kept = [kv for kv in stripped.attributes if kv.key not in added]
+        del stripped.attributes[:]
+        stripped.attributes.extend(kept)
+        assert stripped == _spans(sent)[root]  # nothing but the scores changed
+
+
+def test_with_attributes_replaces_same_keys_and_keeps_the_rest() -> None:
+    request = _agent_request()
+    span = next(iter(_spans(request).values()))
+    out = with_attributes(span, {"blob": "now text", "toolscore.code.score": 1.0, "tools": ("a", "b"), "n": 3, "ok": True})
+    values = {kv.key: kv.value for kv in out.attributes}
+    assert values["blob"].string_value == "now text" and [kv.key for kv in out.attributes].count("blob") == 1
+    assert values["toolscore.code.score"].double_value == 1.0
+    assert [v.string_value for v in values["tools"].array_value.values] == ["a", "b"]
+    assert values["n"].int_value == 3 and values["ok"].bool_value is True
+    assert values["nested"].kvlist_value.values[0].value.int_value == 7
+    assert {kv.key: kv.value for kv in span.attributes}["blob"].bytes_value == b"\x00\x01"  # the original: untouched
+
+
+def test_a_batch_groups_spans_under_their_own_resource_and_scope() -> None:
+    a, b = _agent_request(), _agent_request()
+    b.resource_spans[0].resource.attributes.add(key="service.name", value=AnyValue(string_value="other"))
+    items = []
+    for req in (a, b):
+        rs = req.resource_spans[0]
+        ss = rs.scope_spans[0]
+        items += [(rs.resource, rs.schema_url, ss.scope, ss.schema_url, sp) for sp in ss.spans]
+    out = build_request(items)
+    assert len(out.resource_spans) == 2
+    assert [len(rs.scope_spans[0].spans) for rs in out.resource_spans] == [len(a.resource_spans[0].scope_spans[0].spans)] * 2
+
+
+# -- the HTTP sender ----------------------------------------------------------------------------------------
+@contextmanager
+def scripted_http(responses: list[tuple[int, dict[str, str]]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """An OTLP/HTTP endpoint answering with ``responses`` in turn (the last one repeats)."""
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append({"headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "at": time.monotonic()})
+            status, headers = responses[min(len(seen) - 1, len(responses) - 1)]
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_sender_retries_what_otlp_calls_retryable_and_honours_retry_after() -> None:
+    request = _agent_request()
+    with scripted_http([(503, {"Retry-After": "1"}), (429, {}), (200, {})]) as (url, seen):
+        sender = HttpTraceSender(url, timeout_s=10)
+        t0 = time.monotonic()
+        assert sender.send(request)
+        sender.shutdown()
+    assert len(seen) == 3
+    assert seen[1]["at"] - seen[0]["at"] >= 0.9  # Retry-After: 1
+    assert 1.5 <= seen[2]["at"] - seen[1]["at"] <= 2.6  # second attempt's back-off: 2 s ± 20 %
+    assert time.monotonic() - t0 < 6
+    assert seen[0]["body"] == request.SerializeToString()
+    assert seen[0]["headers"]["content-type"] == "application/x-protobuf"
+
+
+def test_http_sender_does_not_retry_a_permanent_refusal() -> None:
+    with scripted_http([(400, {})]) as (url, seen):
+        sender = HttpTraceSender(url, timeout_s=10)
+        assert not sender.send(_agent_request())
+        sender.shutdown()
+    assert len(seen) == 1
+
+
+def test_http_sender_gives_up_within_its_timeout() -> None:
+    with scripted_http([(503, {})]) as (url, seen):
+        sender = HttpTraceSender(url, timeout_s=1.5)
+        t0 = time.monotonic()
+        assert not sender.send(_agent_request())
+        took = time.monotonic() - t0
+        sender.shutdown()
+    assert took < 1.6 and 1 <= len(seen) <= 2
+
+
+def test_http_sender_takes_compression_headers_and_endpoint_from_the_environment() -> None:
+    request = _agent_request()
+    with scripted_http([(200, {})]) as (url, seen):
+        env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_HEADERS": "api-key=s3cret,X-Tenant=a%20b",
+               "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TIMEOUT": "5"}
+        sender = trace_sender("http/protobuf", environ=env)
+        assert isinstance(sender, HttpTraceSender) and sender.timeout_s == 5.0
+        assert sender.send(request)
+        sender.shutdown()
+    (hit,) = seen
+    assert hit["headers"]["api-key"] == "s3cret" and hit["headers"]["x-tenant"] == "a b"
+    assert hit["headers"]["content-encoding"] == "gzip"
+    assert gzip.decompress(hit["body"]) == request.SerializeToString()
+
+
+def test_sender_settings_follow_the_exporters_variables() -> None:
+    http = trace_sender("http/protobuf", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"})
+    assert isinstance(http, HttpTraceSender) and http.endpoint == "http://collector:4318/v1/traces"
+    http.shutdown()
+    explicit = trace_sender("http/protobuf", "http://x:1", environ={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://y:2/t"})
+    assert isinstance(explicit, HttpTraceSender) and explicit.endpoint == "http://x:1/v1/traces"
+    explicit.shutdown()
+    bad = trace_sender("http/protobuf", environ={"OTEL_EXPORTER_OTLP_TIMEOUT": "soon", "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"})
+    assert isinstance(bad, HttpTraceSender) and bad.timeout_s == 10.0 and bad.compression == "none"  # warned, ignored
+    bad.shutdown()
+    grpc_sender = trace_sender("grpc", environ={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317"})
+    assert isinstance(grpc_sender, GrpcTraceSender) and grpc_sender.target == "collector:4317"
+    grpc_sender.shutdown()
+
+
+# -- the gRPC sender ----------------------------------------------------------------------------------------
+def _exhausted(context: Any, delay_s: float | None) -> None:
+    status = status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message="busy")
+    if delay_s is not None:
+        status.details.add().Pack(error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=int(delay_s * 1e9))))
+    context.abort_with_status(_RichStatus(status))
+
+
+class _RichStatus(grpc.Status):  # type: ignore[misc]
+    def __init__(self, status: Any) -> None:
+        self.code = grpc.StatusCode.RESOURCE_EXHAUSTED
+        self.details = status.message
+        self.trailing_metadata = (("grpc-status-details-bin", status.SerializeToString()),)
+
+
+@contextmanager
+def scripted_grpc(answers: list[str]) -> Iterator[tuple[str, list[Any]]]:
+    """A TraceService answering ``answers`` in turn: ``ok``, ``unavailable``, ``exhausted`` (no
+    RetryInfo), ``exhausted+retry`` (RetryInfo 0.2 s); the last one repeats."""
+    seen: list[Any] = []
+
+    class Traces(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+        def Export(self, request: Any, context: Any) -> Any:
+            seen.append((time.monotonic(), dict(context.invocation_metadata())))
+            answer = answers[min(len(seen) - 1, len(answers) - 1)]
+            if answer == "unavailable":
+                context.abort(grpc.StatusCode.UNAVAILABLE, "restarting")
+            elif answer == "exhausted":
+                _exhausted(context, None)
+            elif answer == "exhausted+retry":
+                _exhausted(context, 0.2)
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", seen
+    finally:
+        server.stop(0)
+
+
+def test_grpc_sender_retries_unavailable_and_exhausted_with_retry_info_only() -> None:
+    with scripted_grpc(["unavailable", "exhausted+retry", "ok"]) as (target, seen):
+        sender = GrpcTraceSender(target, insecure=True, headers={"api-key": "s3cret"}, timeout_s=10)
+        assert sender.send(_agent_request())
+        sender.shutdown()
+    assert len(seen) == 3
+    assert 0.15 <= seen[2][0] - seen[1][0] <= 1.0  # RetryInfo's 0.2 s, not the 2 s back-off
+    assert seen[0][1]["api-key"] == "s3cret"
+    with scripted_grpc(["exhausted"]) as (target, seen):
+        sender = GrpcTraceSender(target, insecure=True, timeout_s=10)
+        assert not sender.send(_agent_request())  # RESOURCE_EXHAUSTED without RetryInfo: not retryable
+        sender.shutdown()
+    assert len(seen) == 1
