@@ -297,3 +297,42 @@ def test_grpc_sender_retries_unavailable_and_exhausted_with_retry_info_only() ->
         assert not sender.send(_agent_request())  # RESOURCE_EXHAUSTED without RetryInfo: not retryable
         sender.shutdown()
     assert len(seen) == 1
+
+
+def test_batches_are_cut_at_the_request_byte_limit() -> None:
+    """A batch of 512 spans with content can pass gRPC's 4 MiB default, and the receiver refuses it for
+    good: requests are cut at ``forward_request_bytes`` (a larger span goes alone)."""
+    from otel_toolscore.service.forward import ForwardQueue
+
+    sent: list[Any] = []
+
+    class Recorder:
+        def send(self, request: Any) -> bool:
+            sent.append(request)
+            return True
+
+        def shutdown(self) -> None:
+            pass
+
+    request = _agent_request()
+    rs = request.resource_spans[0]
+    ss = rs.scope_spans[0]
+    template = ss.spans[0]
+    spans = []
+    for i, size in enumerate([1500] * 8 + [9000] + [1500] * 3):
+        sp = with_attributes(template, {"pad": "x" * size, "i": i})
+        spans.append((rs.resource, rs.schema_url, ss.scope, ss.schema_url, sp))
+    drops: list[tuple[str, int]] = []
+    queue = ForwardQueue(Recorder(), 1024, lambda reason, n: drops.append((reason, n)), request_bytes=4000)
+    for item in spans:
+        assert queue.put(item, wait=False)
+    assert queue.force_flush(5_000)
+    queue.shutdown()
+    sizes = [sum(s.ByteSize() for r in req.resource_spans for sc in r.scope_spans for s in sc.spans) for req in sent]
+    counts = [sum(len(sc.spans) for r in req.resource_spans for sc in r.scope_spans) for req in sent]
+    assert sum(counts) == 12 and not drops
+    assert all(size <= 4000 or count == 1 for size, count in zip(sizes, counts, strict=True)), (sizes, counts)
+    assert max(sizes) > 4000  # the 9,000-byte span, alone
+    order = [int(next(kv.value.int_value for kv in s.attributes if kv.key == "i"))
+             for req in sent for r in req.resource_spans for sc in r.scope_spans for s in sc.spans]
+    assert order == list(range(12))  # in the order taken

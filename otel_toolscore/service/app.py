@@ -122,7 +122,9 @@ class ScoringService:
         downstream: SpanProcessor | None = None
         self._forward: ForwardQueue | None = None
         if svc.forward and self._sender is not None:
-            downstream = self._forward = ForwardQueue(self._sender, svc.forward_queue_spans, self._count_drop)
+            downstream = self._forward = ForwardQueue(
+                self._sender, svc.forward_queue_spans, self._count_drop, request_bytes=svc.forward_request_bytes
+            )
         # the received messages of the spans of the trace being scored, by span id (forwarded as received)
         self._wire: dict[int, tuple[ReadableSpan, WireSpan]] = {}
         # The service's own spans (the judge's carrier spans). With forwarding they share the forwarded

@@ -115,8 +115,11 @@ class ForwardQueue(SpanProcessor):
 
     It is also the span processor of the service's own tracer provider (judge carrier spans)."""
 
-    def __init__(self, sender: TraceSender, capacity: int, count_drop: DropCounter) -> None:
+    def __init__(
+        self, sender: TraceSender, capacity: int, count_drop: DropCounter, *, request_bytes: int = 4 * 1024 * 1024
+    ) -> None:
         self.capacity = capacity
+        self.request_bytes = request_bytes
         self.sender = sender
         self._count_drop = count_drop
         self._cond = threading.Condition()
@@ -193,13 +196,27 @@ class ForwardQueue(SpanProcessor):
                     if self._stopping:
                         return
                     continue
-                batch = [self._queue.popleft() for _ in range(min(self.batch_size, len(self._queue)))]
+                batch = self._next_batch()
             ok = False
             try:
                 ok = self.sender.send(build_request(batch))
             except Exception:
                 _log.exception("otel-toolscore forward: sending a batch failed")
             self._sent(len(batch), ok)
+
+    def _next_batch(self) -> list[WireSpan]:
+        """Up to ``batch_size`` spans and ``request_bytes`` of them encoded (at least one span):
+        a receiver refuses a larger message for good (gRPC's default limit is 4 MiB)."""
+        queue = self._queue
+        batch = [queue.popleft()]
+        size = batch[0][4].ByteSize()
+        while queue and len(batch) < self.batch_size:
+            more = queue[0][4].ByteSize()
+            if size + more > self.request_bytes:
+                break
+            size += more
+            batch.append(queue.popleft())
+        return batch
 
     def _sent(self, count: int, ok: bool) -> None:
         with self._cond:

@@ -94,6 +94,11 @@ class ServiceSettings(EnvSettings):
         description="Enrich-and-forward: spans waiting to be exported at once; at half of it requests are refused "
         "(retryable), when full the scorer waits for room.",
     )
+    forward_request_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
+        description="Enrich-and-forward: encoded spans per export request at most (a batch is cut there; a larger "
+        "span goes alone). 4 MiB is the default largest message a gRPC server (the Collector's too) receives.",
+    )
     retry_after_ms: int = Field(
         2_000, ge=1, le=3_600_000,
         description="Retry delay advertised when refusing under overload (HTTP `Retry-After` rounds it up to whole seconds).",
