@@ -34,9 +34,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_toolscore import Expectation
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service.app import ScoringService
-from otel_toolscore.service.forward import build_request, with_attributes
 from otel_toolscore.service.otlp_sender import GrpcTraceSender, HttpTraceSender, trace_sender
 from otel_toolscore.service.settings import load_config
+from otel_toolscore.service.wire import build_request, envelope, with_attributes
 from tests.tools.otlp import capture_server, grpc_capture_server
 
 RULES = [Expectation(agent_name="weather_agent", expected_tool="get_weather")]
@@ -135,17 +135,22 @@ def test_with_attributes_replaces_same_keys_and_keeps_the_rest() -> None:
     assert {kv.key: kv.value for kv in span.attributes}["blob"].bytes_value == b"\x00\x01"  # the original: untouched
 
 
-def test_a_batch_groups_spans_under_their_own_resource_and_scope() -> None:
+def _items(request: Any) -> list[tuple[bytes, bytes, bytes]]:
+    return [(envelope(rs.resource, rs.schema_url), envelope(ss.scope, ss.schema_url), sp.SerializeToString())
+            for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans]
+
+
+def test_a_batch_is_the_received_request_again_and_groups_by_resource_and_scope() -> None:
+    """Requests are assembled from the received bytes in protobuf's wire format: one request's spans
+    make that request again, byte for byte; spans of another resource get their own group."""
     a, b = _agent_request(), _agent_request()
+    assert build_request(_items(a)) == a.SerializeToString()
     b.resource_spans[0].resource.attributes.add(key="service.name", value=AnyValue(string_value="other"))
-    items = []
-    for req in (a, b):
-        rs = req.resource_spans[0]
-        ss = rs.scope_spans[0]
-        items += [(rs.resource, rs.schema_url, ss.scope, ss.schema_url, sp) for sp in ss.spans]
-    out = build_request(items)
-    assert len(out.resource_spans) == 2
-    assert [len(rs.scope_spans[0].spans) for rs in out.resource_spans] == [len(a.resource_spans[0].scope_spans[0].spans)] * 2
+    b.resource_spans[0].scope_spans.add().CopyFrom(b.resource_spans[0].scope_spans[0])
+    b.resource_spans[0].scope_spans[1].scope.name = "another scope"
+    out = trace_service_pb2.ExportTraceServiceRequest.FromString(build_request(_items(a) + _items(b)))
+    assert len(out.resource_spans) == 2 and out.resource_spans[1] == b.resource_spans[0]
+    assert [len(ss.spans) for ss in out.resource_spans[1].scope_spans] == [len(a.resource_spans[0].scope_spans[0].spans)] * 2
 
 
 # -- the HTTP sender ----------------------------------------------------------------------------------------
@@ -183,7 +188,7 @@ def test_http_sender_retries_what_otlp_calls_retryable_and_honours_retry_after()
     with scripted_http([(503, {"Retry-After": "1"}), (429, {}), (200, {})]) as (url, seen):
         sender = HttpTraceSender(url, timeout_s=10)
         t0 = time.monotonic()
-        assert sender.send(request)
+        assert sender.send(request.SerializeToString(), 7)
         sender.shutdown()
     assert len(seen) == 3
     assert seen[1]["at"] - seen[0]["at"] >= 0.9  # Retry-After: 1
@@ -196,7 +201,7 @@ def test_http_sender_retries_what_otlp_calls_retryable_and_honours_retry_after()
 def test_http_sender_does_not_retry_a_permanent_refusal() -> None:
     with scripted_http([(400, {})]) as (url, seen):
         sender = HttpTraceSender(url, timeout_s=10)
-        assert not sender.send(_agent_request())
+        assert not sender.send(_agent_request().SerializeToString(), 7)
         sender.shutdown()
     assert len(seen) == 1
 
@@ -205,7 +210,7 @@ def test_http_sender_gives_up_within_its_timeout() -> None:
     with scripted_http([(503, {})]) as (url, seen):
         sender = HttpTraceSender(url, timeout_s=1.5)
         t0 = time.monotonic()
-        assert not sender.send(_agent_request())
+        assert not sender.send(_agent_request().SerializeToString(), 7)
         took = time.monotonic() - t0
         sender.shutdown()
     assert took < 1.6 and 1 <= len(seen) <= 2
@@ -218,7 +223,7 @@ def test_http_sender_takes_compression_headers_and_endpoint_from_the_environment
                "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TIMEOUT": "5"}
         sender = trace_sender("http/protobuf", environ=env)
         assert isinstance(sender, HttpTraceSender) and sender.timeout_s == 5.0
-        assert sender.send(request)
+        assert sender.send(request.SerializeToString(), 7)
         sender.shutdown()
     (hit,) = seen
     assert hit["headers"]["api-key"] == "s3cret" and hit["headers"]["x-tenant"] == "a b"
@@ -287,14 +292,14 @@ def scripted_grpc(answers: list[str]) -> Iterator[tuple[str, list[Any]]]:
 def test_grpc_sender_retries_unavailable_and_exhausted_with_retry_info_only() -> None:
     with scripted_grpc(["unavailable", "exhausted+retry", "ok"]) as (target, seen):
         sender = GrpcTraceSender(target, insecure=True, headers={"api-key": "s3cret"}, timeout_s=10)
-        assert sender.send(_agent_request())
+        assert sender.send(_agent_request().SerializeToString(), 7)
         sender.shutdown()
     assert len(seen) == 3
     assert 0.15 <= seen[2][0] - seen[1][0] <= 1.0  # RetryInfo's 0.2 s, not the 2 s back-off
     assert seen[0][1]["api-key"] == "s3cret"
     with scripted_grpc(["exhausted"]) as (target, seen):
         sender = GrpcTraceSender(target, insecure=True, timeout_s=10)
-        assert not sender.send(_agent_request())  # RESOURCE_EXHAUSTED without RetryInfo: not retryable
+        assert not sender.send(_agent_request().SerializeToString(), 7)  # RESOURCE_EXHAUSTED without RetryInfo: not retryable
         sender.shutdown()
     assert len(seen) == 1
 
@@ -307,8 +312,8 @@ def test_batches_are_cut_at_the_request_byte_limit() -> None:
     sent: list[Any] = []
 
     class Recorder:
-        def send(self, request: Any) -> bool:
-            sent.append(request)
+        def send(self, body: bytes, spans: int) -> bool:
+            sent.append(trace_service_pb2.ExportTraceServiceRequest.FromString(body))
             return True
 
         def shutdown(self) -> None:
@@ -321,7 +326,7 @@ def test_batches_are_cut_at_the_request_byte_limit() -> None:
     spans = []
     for i, size in enumerate([1500] * 8 + [9000] + [1500] * 3):
         sp = with_attributes(template, {"pad": "x" * size, "i": i})
-        spans.append((rs.resource, rs.schema_url, ss.scope, ss.schema_url, sp))
+        spans.append((envelope(rs.resource, rs.schema_url), envelope(ss.scope, ss.schema_url), sp.SerializeToString()))
     drops: list[tuple[str, int]] = []
     queue = ForwardQueue(Recorder(), 1024, lambda reason, n: drops.append((reason, n)), request_bytes=4000)
     for item in spans:

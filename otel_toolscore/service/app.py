@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import _logs, metrics
 from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
@@ -39,11 +40,12 @@ from ..online.outputs import RunOutputs
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, decode_spans, with_parent_remote
-from .forward import ForwardQueue, WireSpan, encode_sdk_span, with_attributes
+from .forward import ForwardQueue
 from .intake import IntakeResult
 from .otlp_sender import ExporterSender, TraceSender, trace_sender
 from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
+from .wire import WireSpan, encode_sdk_span, with_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -461,13 +463,13 @@ class ScoringService:
             if known is None:
                 item = encode_sdk_span(span)
             else:
-                received, (resource, resource_schema, scope, scope_schema, span_pb) = known
+                received, (resource, scope, encoded) = known
                 if span is not received:
                     before = received.attributes or {}
                     added = {k: v for k, v in (span.attributes or {}).items() if k not in before or before[k] != v}
                     if added:
-                        span_pb = with_attributes(span_pb, added)
-                item = (resource, resource_schema, scope, scope_schema, span_pb)
+                        encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
+                item = (resource, scope, encoded)
             self._forward.put(item, wait=True)
         except Exception:
             self.emitter.count_drop("downstream_error")

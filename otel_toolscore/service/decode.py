@@ -3,7 +3,7 @@
 The service runs decoded spans through the same core a live process runs, so a decoded span must
 look like a live one where the core looks: ``context``, ``parent`` (a ``SpanContext`` whose
 ``is_remote`` tells a process-local root), ``name``, ``attributes``, status, scope, events. In
-enrich-and-forward mode each span also keeps its received messages: it leaves as received, not
+enrich-and-forward mode each span also keeps its encoded bytes: it leaves as received, not
 re-encoded from these objects (:mod:`.forward`).
 """
 
@@ -24,6 +24,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ..extract.records import any_value
+from .wire import envelope
 
 __all__ = ["DecodeError", "DecodedSpan", "decode_spans", "parse_logs_request", "parse_trace_request"]
 
@@ -57,8 +58,8 @@ class DecodedSpan:
     # Whether the sender said the parent is in another process (``None``: not said, older senders).
     parent_remote: bool | None
     cost: int  # estimated bytes held while buffered
-    #: the span as received (resource, scope and span messages), kept for enrich-and-forward
-    wire: tuple[Any, str, Any, str, Any] | None = None
+    #: the span as received, encoded (resource header, scope header, span), kept for enrich-and-forward
+    wire: tuple[tuple[bytes, bytes], tuple[bytes, bytes], bytes] | None = None
 
 
 # -- request parsing ------------------------------------------------------------------------------
@@ -133,14 +134,16 @@ def _shared_cost(holder: Any) -> int:
 def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False) -> Iterator[DecodedSpan]:
     """Every span of ``request`` with a valid trace and span id (others are skipped; see ``count_invalid``).
 
-    ``keep_wire``: each span also keeps its received messages (forwarded as received); they are
-    counted in its cost once more at their encoded size."""
+    ``keep_wire``: each span also keeps its encoded bytes, and its resource's and scope's (forwarded
+    as received, :mod:`.forward`); they are counted in its cost once more."""
     for rs in request.resource_spans:
         resource = Resource(_attrs(rs.resource.attributes), rs.schema_url or None)
         # The resource and each scope are decoded once per request and held as long as any of their
         # spans is buffered: their cost goes on the first span that holds them.
         shared = _shared_cost(rs.resource)
+        resource_env = envelope(rs.resource, rs.schema_url) if keep_wire else (b"", b"")
         for ss in rs.scope_spans:
+            scope_env = envelope(ss.scope, ss.schema_url) if keep_wire else (b"", b"")
             scope = InstrumentationScope(
                 ss.scope.name, ss.scope.version or None, ss.schema_url or None, _attrs(ss.scope.attributes) or None
             )
@@ -183,7 +186,7 @@ def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False)
                 cost = SPAN_SIZE_FACTOR * size + SPAN_OVERHEAD_BYTES + ATTRIBUTE_OVERHEAD_BYTES * len(sp.attributes)
                 wire = None
                 if keep_wire:
-                    wire = (rs.resource, rs.schema_url, ss.scope, ss.schema_url, sp)
+                    wire = (resource_env, scope_env, sp.SerializeToString())
                     cost += size
                 yield DecodedSpan(span, trace_id, span_id, parent_id, remote, cost + shared, wire)
                 shared = 0

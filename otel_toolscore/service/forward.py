@@ -1,10 +1,9 @@
 """Enrich-and-forward's exporting queue, bounded and counted: nothing leaves it silently.
 
-It holds spans *as received* — the decoded protobuf ``Span`` with its ``Resource`` and scope — and
-sends them in batches through a :class:`~.otlp_sender.TraceSender`, so a span that gains nothing is
-passed on byte for byte, never rebuilt or re-encoded (a run's root, which gains score attributes,
-is a patched copy: see :func:`with_attributes`). SDK spans (the service's own judge carrier spans)
-are encoded once with the SDK's public encoder and join the same queue.
+It holds spans *as received* (:mod:`.wire`: each span's encoded bytes with its resource's and
+scope's) and sends them in batches — up to 512 spans and ``request_bytes``, or after 1 s — through a
+:class:`~.otlp_sender.TraceSender`. SDK spans (the service's own judge carrier spans) are encoded
+once with the SDK's public encoder and join the same queue.
 
 It sits behind a count of the spans taken and not yet through the sender (queued or being sent):
 
@@ -21,17 +20,15 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from opentelemetry.context import Context
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .otlp_sender import TraceSender
+from .wire import WireSpan, build_request, encode_sdk_span
 
-__all__ = ["FORWARD_WAIT_S", "ForwardQueue", "WireSpan", "with_attributes"]
+__all__ = ["FORWARD_WAIT_S", "ForwardQueue"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,73 +39,6 @@ FORWARD_WAIT_S = 30.0
 FORWARD_SCHEDULE_DELAY_MS = 1000
 
 DropCounter = Callable[[str, int], None]
-
-#: One span as received: (its ``Resource`` message, its ``InstrumentationScope`` message and the
-#: schema URLs of both, its ``Span`` message). The messages are the decoded request's own objects.
-WireSpan = tuple[Any, str, Any, str, Any]
-
-
-def _any_value(value: Any) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, str):
-        return AnyValue(string_value=value)
-    if isinstance(value, bytes):
-        return AnyValue(bytes_value=value)
-    if isinstance(value, Sequence):
-        out = AnyValue()
-        out.array_value.values.extend(_any_value(v) for v in value)
-        return out
-    return AnyValue(string_value=str(value))
-
-
-def with_attributes(span_pb: Any, added: Mapping[str, Any]) -> Any:
-    """A copy of a received ``Span`` message with ``added`` attributes set (replacing same keys)."""
-    out = type(span_pb)()
-    out.CopyFrom(span_pb)
-    if any(kv.key in added for kv in out.attributes):
-        kept = [kv for kv in out.attributes if kv.key not in added]
-        del out.attributes[:]
-        out.attributes.extend(kept)
-    out.attributes.extend(KeyValue(key=k, value=_any_value(v)) for k, v in added.items())
-    return out
-
-
-def encode_sdk_span(span: ReadableSpan) -> WireSpan:
-    """An SDK span (the service's own) as a wire span, through the SDK's public encoder."""
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    (rs,) = encode_spans([span]).resource_spans
-    (ss,) = rs.scope_spans
-    return rs.resource, rs.schema_url, ss.scope, ss.schema_url, ss.spans[0]
-
-
-def build_request(batch: Sequence[WireSpan]) -> ExportTraceServiceRequest:
-    """One export request for ``batch``, spans grouped under their (identical) resource and scope."""
-    request = ExportTraceServiceRequest()
-    groups: dict[tuple[int, int], Any] = {}
-    resources: dict[int, Any] = {}
-    for resource, resource_schema, scope, scope_schema, span in batch:
-        key = (id(resource), id(scope))
-        ss = groups.get(key)
-        if ss is None:
-            rs = resources.get(id(resource))
-            if rs is None:
-                rs = request.resource_spans.add()
-                rs.resource.CopyFrom(resource)
-                rs.schema_url = resource_schema
-                resources[id(resource)] = rs
-            ss = rs.scope_spans.add()
-            ss.scope.CopyFrom(scope)
-            ss.schema_url = scope_schema
-            groups[key] = ss
-        ss.spans.append(span)
-    return request
-
 
 class ForwardQueue(SpanProcessor):
     """A bounded batching queue of received spans in front of a sender; see the module docstring.
@@ -199,7 +129,7 @@ class ForwardQueue(SpanProcessor):
                 batch = self._next_batch()
             ok = False
             try:
-                ok = self.sender.send(build_request(batch))
+                ok = self.sender.send(build_request(batch), len(batch))
             except Exception:
                 _log.exception("otel-toolscore forward: sending a batch failed")
             self._sent(len(batch), ok)
@@ -209,9 +139,9 @@ class ForwardQueue(SpanProcessor):
         a receiver refuses a larger message for good (gRPC's default limit is 4 MiB)."""
         queue = self._queue
         batch = [queue.popleft()]
-        size = batch[0][4].ByteSize()
+        size = len(batch[0][2])
         while queue and len(batch) < self.batch_size:
-            more = queue[0][4].ByteSize()
+            more = len(queue[0][2])
             if size + more > self.request_bytes:
                 break
             size += more

@@ -48,9 +48,9 @@ _GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 class TraceSender(Protocol):
-    """Sends one encoded trace export request; ``True`` when the receiver took it."""
+    """Sends one encoded ``ExportTraceServiceRequest`` of ``spans`` spans; ``True`` when the receiver took it."""
 
-    def send(self, request: ExportTraceServiceRequest) -> bool: ...
+    def send(self, body: bytes, spans: int) -> bool: ...
 
     def shutdown(self) -> None: ...
 
@@ -152,10 +152,9 @@ class HttpTraceSender:
         self._client = httpx.Client(verify=tls, timeout=timeout_s)
         self._stop = threading.Event()
 
-    def send(self, request: ExportTraceServiceRequest) -> bool:
+    def send(self, body: bytes, spans: int) -> bool:
         import httpx
 
-        body = request.SerializeToString()
         if self.compression == "gzip":
             body = gzip.compress(body, compresslevel=6)
         elif self.compression == "deflate":
@@ -177,7 +176,7 @@ class HttpTraceSender:
                 problem = f"HTTP {response.status_code}"
                 if response.status_code not in _RETRYABLE_HTTP:
                     _log.error("otel-toolscore forward: %s refused %d spans' request: %s %s", self.endpoint,
-                               _count(request), problem, response.text[:200])
+                               spans, problem, response.text[:200])
                     return False
                 hint = _retry_after(response.headers.get("retry-after"))
             if not backoff.wait(hint):
@@ -245,7 +244,7 @@ class GrpcTraceSender:
             self._channel = grpc.secure_channel(target, creds, compression=compress)
         self._call = self._channel.unary_unary(
             _GRPC_METHOD,
-            request_serializer=ExportTraceServiceRequest.SerializeToString,
+            request_serializer=bytes,  # requests arrive encoded
             response_deserializer=ExportTraceServiceResponse.FromString,
         )
         self._retryable = {
@@ -255,20 +254,20 @@ class GrpcTraceSender:
         self._exhausted = grpc.StatusCode.RESOURCE_EXHAUSTED
         self._stop = threading.Event()
 
-    def send(self, request: ExportTraceServiceRequest) -> bool:
+    def send(self, body: bytes, spans: int) -> bool:
         import grpc  # type: ignore[import-untyped,unused-ignore]
 
         backoff = _Backoff(self.timeout_s, self._stop)
         while True:
             try:
-                self._call(request, metadata=self._metadata, timeout=max(0.05, backoff.remaining()))
+                self._call(body, metadata=self._metadata, timeout=max(0.05, backoff.remaining()))
                 return True
             except grpc.RpcError as err:
                 code = err.code()  # type: ignore[attr-defined,unused-ignore]
                 hint = _retry_info_delay(err)
                 if code not in self._retryable and not (code == self._exhausted and hint is not None):
                     _log.error("otel-toolscore forward: %s refused %d spans' request: %s %s", self.target,
-                               _count(request), code, err.details())  # type: ignore[attr-defined,unused-ignore]
+                               spans, code, err.details())  # type: ignore[attr-defined,unused-ignore]
                     return False
                 if not backoff.wait(hint):
                     _log.error("otel-toolscore forward: %s: %s; retries exhausted within %.1f s", self.target, code,
@@ -290,20 +289,16 @@ class ExporterSender:
     def __init__(self, exporter: Any) -> None:
         self.exporter = exporter
 
-    def send(self, request: ExportTraceServiceRequest) -> bool:
+    def send(self, body: bytes, spans: int) -> bool:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         from .decode import decode_spans
 
-        spans = [d.span for d in decode_spans(request)]
-        return bool(self.exporter.export(spans) is SpanExportResult.SUCCESS)
+        decoded = [d.span for d in decode_spans(ExportTraceServiceRequest.FromString(body))]
+        return bool(self.exporter.export(decoded) is SpanExportResult.SUCCESS)
 
     def shutdown(self) -> None:
         self.exporter.shutdown()
-
-
-def _count(request: ExportTraceServiceRequest) -> int:
-    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
 
 
 def trace_sender(protocol: str, endpoint: str | None = None, environ: Mapping[str, str] | None = None) -> TraceSender:
