@@ -45,8 +45,8 @@ class ExtractOptions:
             (long histories in every model span of a long run) is parsed at read time, so a pending
             run holds truncated facts instead of the raw strings.
         max_parse_chars: longest JSON text parsed at all (a message list, tool definitions, a tool's
-            arguments or result). A parser holds the interpreter lock for its whole call (~30 ms per
-            MiB of message objects on a slow core), and every application thread waits for it;
+            arguments or result). A parser holds the interpreter lock for its whole call (~15 ms per
+            MiB of message objects on the 2-core test machine), and every application thread waits;
             longer text is not parsed (its calls are not seen), counted and reported.
     """
 

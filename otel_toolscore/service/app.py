@@ -5,8 +5,8 @@ scorer thread runs it through the same core the span processor runs (:class:`~ot
 starts in start order, log facts, ends in end order, as a live process would have), with the same
 outputs (:class:`~otel_toolscore.online.outputs.RunOutputs`: events, metrics, sinks, callbacks, the
 judge). In enrich-and-forward mode every span is handed to the forwarding queue as it was received
-(its protobuf messages, never re-encoded), except a run's root, which leaves as a copy of its
-received message with the score attributes added (:mod:`.forward`, :mod:`.otlp_sender`).
+(its encoded bytes, never re-encoded), except a run's root, which leaves as a copy of its received
+message with the score attributes added (:mod:`.wire`, :mod:`.forward`, :mod:`.otlp_sender`).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class ScoringService:
             downstream = self._forward = ForwardQueue(
                 self._sender, svc.forward_queue_spans, self._count_drop, request_bytes=svc.forward_request_bytes
             )
-        # the received messages of the spans of the trace being scored, by span id (forwarded as received)
+        # the spans of the trace being scored as received (encoded), by span id: forwarded as they came
         self._wire: dict[int, tuple[ReadableSpan, WireSpan]] = {}
         # The service's own spans (the judge's carrier spans). With forwarding they share the forwarded
         # spans' forwarding queue (shut down after the judge is drained).

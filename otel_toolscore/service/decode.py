@@ -4,7 +4,7 @@ The service runs decoded spans through the same core a live process runs, so a d
 look like a live one where the core looks: ``context``, ``parent`` (a ``SpanContext`` whose
 ``is_remote`` tells a process-local root), ``name``, ``attributes``, status, scope, events. In
 enrich-and-forward mode each span also keeps its encoded bytes: it leaves as received, not
-re-encoded from these objects (:mod:`.forward`).
+re-encoded from these objects (:mod:`.wire`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ..extract.records import any_value
-from .wire import envelope
+from .wire import WireSpan, envelope
 
 __all__ = ["DecodeError", "DecodedSpan", "decode_spans", "parse_logs_request", "parse_trace_request"]
 
@@ -58,8 +58,8 @@ class DecodedSpan:
     # Whether the sender said the parent is in another process (``None``: not said, older senders).
     parent_remote: bool | None
     cost: int  # estimated bytes held while buffered
-    #: the span as received, encoded (resource header, scope header, span), kept for enrich-and-forward
-    wire: tuple[tuple[bytes, bytes], tuple[bytes, bytes], bytes] | None = None
+    #: the span as received, encoded (:data:`.wire.WireSpan`), kept for enrich-and-forward
+    wire: WireSpan | None = None
 
 
 # -- request parsing ------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False)
     """Every span of ``request`` with a valid trace and span id (others are skipped; see ``count_invalid``).
 
     ``keep_wire``: each span also keeps its encoded bytes, and its resource's and scope's (forwarded
-    as received, :mod:`.forward`); they are counted in its cost once more."""
+    as received, :mod:`.wire`); they are counted in its cost once more."""
     for rs in request.resource_spans:
         resource = Resource(_attrs(rs.resource.attributes), rs.schema_url or None)
         # The resource and each scope are decoded once per request and held as long as any of their

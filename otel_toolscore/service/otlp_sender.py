@@ -77,7 +77,7 @@ def _timeout(environ: Mapping[str, str]) -> float:
 def _compression(environ: Mapping[str, str]) -> str:
     raw = (_env("COMPRESSION", environ) or "none").strip().lower()
     if raw not in ("none", "gzip", "deflate"):
-        _log.warning("otel-toolscore: OTEL_EXPORTER_OTLP_COMPRESSION=%r is ignored (none, gzip)", raw)
+        _log.warning("otel-toolscore: OTEL_EXPORTER_OTLP_COMPRESSION=%r is ignored (none, gzip, deflate)", raw)
         return "none"
     return raw
 
