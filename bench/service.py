@@ -7,11 +7,13 @@ are POSTed over OTLP/HTTP by one client, to:
 
 * ``direct``: the sink itself (the harness ceiling: client + sink alone);
 * ``rotel``: a rotel collector (PyPI ``rotel``) forwarding over OTLP/HTTP to the sink;
-* ``service``: the scoring service in enrich-and-forward mode, exporting to the same sink, scoring
-  every run (a rule matches every run).
+* ``service``: ``otel-toolscore serve --forward`` (its own process, as rotel), forwarding to the
+  same sink and exporting its events and metrics there, scoring every run (the expectation matches
+  every run).
 
 A configuration's time runs from the first request until the sink has received every span (and,
-for the service, every run has been scored). The sink decodes with upb protobuf and counts spans.
+for the service, every run's root carrying its score). The sink decodes with upb protobuf and
+counts spans and scored roots.
 Rounds are interleaved; ``ratio`` is service spans/s over rotel spans/s.
 """
 
@@ -19,7 +21,11 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -38,7 +44,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from .common import Result
-from .pipelines import EXPECTATION, NoopLogExporter, NoopMetricExporter, one_run
+from .pipelines import EXPECTATION, one_run
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -52,6 +58,7 @@ class Sink:
 
     def __init__(self) -> None:
         self.spans = 0
+        self.scored = 0  # spans carrying a code score (the service's enriched roots)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         sink = self
@@ -70,9 +77,12 @@ class Sink:
                     body = gzip.decompress(body)
                 if self.path.endswith("/v1/traces"):
                     req = ExportTraceServiceRequest.FromString(body)
-                    n = sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
+                    spans = [sp for rs in req.resource_spans for ss in rs.scope_spans for sp in ss.spans]
+                    scored = sum(1 for sp in spans if sp.name.startswith("invoke_agent")
+                                 and any(kv.key == "toolscore.code.score" for kv in sp.attributes))
                     with sink._changed:
-                        sink.spans += n
+                        sink.spans += len(spans)
+                        sink.scored += scored
                         sink._changed.notify_all()
                     payload = ExportTraceServiceResponse().SerializeToString()
                 else:
@@ -93,10 +103,10 @@ class Sink:
     def port(self) -> int:
         return int(self._httpd.server_address[1])
 
-    def wait_for(self, total: int, timeout: float) -> bool:
+    def wait_for(self, total: int, timeout: float, scored: int = 0) -> bool:
         deadline = time.monotonic() + timeout
         with self._changed:
-            while self.spans < total:
+            while self.spans < total or self.scored < scored:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -105,7 +115,7 @@ class Sink:
 
     def reset(self) -> None:
         with self._lock:
-            self.spans = 0
+            self.spans = self.scored = 0
 
     def stop(self) -> None:
         self._httpd.shutdown()
@@ -161,41 +171,19 @@ def _post_all(port: int, payloads: list[bytes], timeout: float) -> int:
     return refused
 
 
-def _start_service(sink: Sink, scored: list[int]) -> Any:
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-
-    from otel_toolscore.service.app import ScoringService
-    from otel_toolscore.service.settings import load_config
-
-    config = load_config(
-        environ={},
-        service_overrides={
-            "grpc_port": 0, "http_port": 0, "forward": True, "quiet_period_ms": 100,
-            # forwarded spans leave through the service's own OTLP/HTTP sender, as in production
-            "export_endpoint": f"http://127.0.0.1:{sink.port}", "export_protocol": "http/protobuf",
-        },
+def _start_service(sink: Sink) -> tuple[subprocess.Popen[str], int]:
+    """``otel-toolscore serve --forward`` forwarding to (and exporting to) ``sink``: (process, HTTP port)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otel_toolscore", "serve", "--grpc-port", "0", "--http-port", "0",
+         "--forward", "--export", "--export-endpoint", f"http://127.0.0.1:{sink.port}",
+         "--export-protocol", "http/protobuf", "--quiet-period-ms", "100", "--metric-export-interval-ms", "60000",
+         "--expected-order", ",".join(EXPECTATION.expected_tool_order or ()), "--log-level", "WARNING"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
     )
-    lp = LoggerProvider()
-    lp.add_log_record_processor(BatchLogRecordProcessor(NoopLogExporter()))
-    mp = MeterProvider(metric_readers=[PeriodicExportingMetricReader(NoopMetricExporter(), export_interval_millis=60_000)])
-    lock = threading.Lock()
-    def on_scored(s: Any) -> None:
-        if s.outcome == "scored":
-            with lock:
-                scored[0] += 1
-
-    service = ScoringService(
-        config,
-        expectations=[EXPECTATION],
-        meter_provider=mp,
-        logger_provider=lp,
-        on_scored=on_scored,
-    )
-    service.start()
-    return service
+    assert proc.stdout is not None
+    info = json.loads(proc.stdout.readline())
+    return proc, int(info["http_port"])
 
 
 def run(result: Result, *, quick: bool) -> None:
@@ -207,34 +195,32 @@ def run(result: Result, *, quick: bool) -> None:
     requests = record_load(runs)
     total = runs * 7
     sink = Sink()
-    scored = [0]
-    service = _start_service(sink, scored)
+    service, service_port = _start_service(sink)
     times: dict[str, list[float]] = {"direct": [], "rotel": [], "service": []}
     complete: dict[str, bool] = {k: True for k in times}
     try:
         with tempfile.TemporaryDirectory() as tmp, rotel(
             Path(tmp), f"http://127.0.0.1:{sink.port}", protocol="http"
         ) as (_grpc, rotel_http):
-            targets = {"direct": sink.port, "rotel": rotel_http, "service": service.http_port}
+            targets = {"direct": sink.port, "rotel": rotel_http, "service": service_port}
             for r in range(rounds):
                 order = ["direct", "rotel", "service"] if r % 2 == 0 else ["service", "rotel", "direct"]
                 for which in order:
                     payloads = _payloads(requests, r * 3 + order.index(which) + 1)
                     sink.reset()
-                    scored[0] = 0
                     t0 = time.perf_counter()
                     _post_all(targets[which], payloads, timeout)
-                    ok = sink.wait_for(total, timeout)
-                    if which == "service":
-                        deadline = time.monotonic() + timeout
-                        while scored[0] < runs and time.monotonic() < deadline:
-                            time.sleep(0.01)
-                        ok = ok and scored[0] >= runs
+                    ok = sink.wait_for(total, timeout, scored=runs if which == "service" else 0)
                     times[which].append(time.perf_counter() - t0)
                     complete[which] = complete[which] and ok
                     time.sleep(0.2)  # let the previous target's exports settle before the next one
     finally:
-        service.shutdown(timeout_s=10)
+        service.send_signal(signal.SIGTERM)
+        try:
+            service.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            service.communicate()
         sink.stop()
     med = {k: statistics.median(v) for k, v in times.items()}
     ratios = [s / r for s, r in zip(times["rotel"], times["service"])]
@@ -250,10 +236,11 @@ def run(result: Result, *, quick: bool) -> None:
         if which == "service":
             row["rotel_spans_per_s"] = round(total / med["rotel"])
             row["ratio"] = round(statistics.median(ratios), 3)
-            row["runs_scored"] = runs if complete[which] else scored[0]
+            row["runs_scored"] = runs if complete[which] else sink.scored
         result.add(**row)
     result.notes.append(
-        "service: one OTLP/HTTP client thread; the service's time includes its quiet period "
-        "(100 ms after a trace's last span) before scoring; it forwards spans as received, in batches "
-        "of up to 512 (or after 1 s), through its own OTLP/HTTP sender."
+        "service: `otel-toolscore serve --forward` in its own process (as rotel), one OTLP/HTTP client "
+        "thread; its time includes its quiet period (100 ms after a trace's last span) before scoring; it "
+        "forwards spans as received, in batches of up to 512 (or after 1 s), and exports its events to the "
+        "same sink."
     )
