@@ -341,3 +341,42 @@ def test_batches_are_cut_at_the_request_byte_limit() -> None:
     order = [int(next(kv.value.int_value for kv in s.attributes if kv.key == "i"))
              for req in sent for r in req.resource_spans for sc in r.scope_spans for s in sc.spans]
     assert order == list(range(12))  # in the order taken
+
+
+def test_new_attributes_are_appended_without_parsing_the_span() -> None:
+    """A root gains its scores by appending encoded attributes to its received bytes: the message
+    that reads back is the one the parse-and-patch path builds."""
+    from otel_toolscore.service.wire import with_new_attributes
+
+    span = next(iter(_spans(_agent_request()).values()))
+    added = {"toolscore.code.score": 1.0, "toolscore.code.actual_tools": ("a", "b"), "toolscore.tool_call_count": 2}
+    appended = type(span).FromString(with_new_attributes(span.SerializeToString(), added))
+    assert appended == with_attributes(span, added)
+
+
+def test_a_score_the_sender_already_set_is_replaced_not_doubled() -> None:
+    with capture_server() as (endpoint, backend):
+        config = load_config(environ={}, service_overrides={
+            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
+            "export_endpoint": endpoint, "export_protocol": "http/protobuf", "metric_export_interval_ms": 60_000,
+        })
+        service = ScoringService(config, expectations=RULES)
+        service.start()
+        sent = _agent_request()
+        (root,) = [sp for sp in _spans(sent).values() if sp.name.startswith("invoke_agent")]
+        root.attributes.append(KeyValue(key="toolscore.code.score", value=AnyValue(double_value=0.5)))  # stale
+        try:
+            channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
+            trace_service_pb2_grpc.TraceServiceStub(channel).Export(sent, timeout=10)
+            channel.close()
+
+            def forwarded_root() -> Any:
+                with backend.lock:
+                    reqs = list(backend.requests["/v1/traces"])
+                return next((sp for r in reqs for sid, sp in _spans(r).items() if sid == root.span_id), None)
+
+            assert backend.wait_for(lambda: forwarded_root() is not None, timeout=20)
+        finally:
+            service.shutdown(timeout_s=10)
+        scores = [kv.value.double_value for kv in forwarded_root().attributes if kv.key == "toolscore.code.score"]
+        assert scores == [1.0]

@@ -45,7 +45,7 @@ from .intake import IntakeResult
 from .otlp_sender import ExporterSender, TraceSender, trace_sender
 from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
-from .wire import WireSpan, encode_sdk_span, with_attributes
+from .wire import WireSpan, encode_sdk_span, with_attributes, with_new_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["IntakeResult", "ScoringService"]
 
 _log = logging.getLogger(__name__)
+_ABSENT = object()
 
 _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -466,9 +467,11 @@ class ScoringService:
                 received, (resource, scope, encoded) = known
                 if span is not received:
                     before = received.attributes or {}
-                    added = {k: v for k, v in (span.attributes or {}).items() if k not in before or before[k] != v}
-                    if added:
+                    added = {k: v for k, v in (span.attributes or {}).items() if before.get(k, _ABSENT) != v}
+                    if any(k in before for k in added):  # a score the sender already set: replaced
                         encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
+                    elif added:
+                        encoded = with_new_attributes(encoded, added)
                 item = (resource, scope, encoded)
             self._forward.put(item, wait=True)
         except Exception:

@@ -16,7 +16,7 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["Envelope", "WireSpan", "build_request", "encode_sdk_span", "envelope", "with_attributes"]
+__all__ = ["Envelope", "WireSpan", "build_request", "encode_sdk_span", "envelope", "with_attributes", "with_new_attributes"]
 
 #: The encoded fields around the spans of a ``ResourceSpans`` or ``ScopeSpans``: (field 1 — the
 #: resource or scope —, field 3 — the schema URL, or nothing); the spans (field 2) go between them.
@@ -63,6 +63,10 @@ def _any_value(value: Any) -> AnyValue:
     return AnyValue(string_value=str(value))
 
 
+#: ``Span.attributes`` (repeated ``KeyValue``)
+_SPAN_ATTRIBUTES = 9
+
+
 def with_attributes(span_pb: Any, added: Mapping[str, Any]) -> Any:
     """A copy of a received ``Span`` message with ``added`` attributes set (replacing same keys)."""
     out = type(span_pb)()
@@ -73,6 +77,14 @@ def with_attributes(span_pb: Any, added: Mapping[str, Any]) -> Any:
         out.attributes.extend(kept)
     out.attributes.extend(KeyValue(key=k, value=_any_value(v)) for k, v in added.items())
     return out
+
+
+def with_new_attributes(span: bytes, added: Mapping[str, Any]) -> bytes:
+    """An encoded ``Span`` with ``added`` attributes appended, none of whose keys it has: a repeated
+    field's entries may follow the message's other fields, so the span is not parsed at all."""
+    return span + b"".join(
+        _field(_SPAN_ATTRIBUTES, KeyValue(key=k, value=_any_value(v)).SerializeToString()) for k, v in added.items()
+    )
 
 
 def encode_sdk_span(span: ReadableSpan) -> WireSpan:
