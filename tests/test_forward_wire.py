@@ -380,3 +380,35 @@ def test_a_score_the_sender_already_set_is_replaced_not_doubled() -> None:
             service.shutdown(timeout_s=10)
         scores = [kv.value.double_value for kv in forwarded_root().attributes if kv.key == "toolscore.code.score"]
         assert scores == [1.0]
+
+
+def test_the_queue_is_bounded_in_bytes_as_well_as_in_spans() -> None:
+    """16,384 queued spans of 1 MB each would hold 16 GB: the queue also counts encoded bytes,
+    pushes back at half of its byte capacity and refuses (counted) past it; a span larger than the
+    whole capacity still goes, alone."""
+    from otel_toolscore.service.forward import ForwardQueue
+
+    release = threading.Event()
+
+    class Stuck:
+        def send(self, body: bytes, spans: int) -> bool:
+            release.wait(10)
+            return True
+
+        def shutdown(self) -> None:
+            release.set()
+
+    drops: list[tuple[str, int]] = []
+    queue = ForwardQueue(Stuck(), 1024, lambda reason, n: drops.append((reason, n)), capacity_bytes=10_000)
+    env = envelope(AnyValue(), "")
+    item = (env, env, b"x" * 3_000)
+    assert queue.put(item, wait=False) and not queue.backlogged
+    assert queue.put(item, wait=False) and queue.backlogged  # 6,000 of 10,000 bytes: requests are refused
+    assert queue.put(item, wait=False)
+    assert not queue.put(item, wait=False)  # 12,000 > 10,000: refused, counted
+    assert drops == [("forward_queue_full", 1)] and queue.held_bytes == 9_000
+    release.set()
+    assert queue.force_flush(5_000) and queue.held_bytes == 0
+    assert queue.put((env, env, b"y" * 50_000), wait=False)  # alone, it goes
+    assert queue.force_flush(5_000)
+    queue.shutdown()

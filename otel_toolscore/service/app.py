@@ -126,7 +126,8 @@ class ScoringService:
         self._forward: ForwardQueue | None = None
         if svc.forward and self._sender is not None:
             downstream = self._forward = ForwardQueue(
-                self._sender, svc.forward_queue_spans, self._count_drop, request_bytes=svc.forward_request_bytes
+                self._sender, svc.forward_queue_spans, self._count_drop,
+                request_bytes=svc.forward_request_bytes, capacity_bytes=svc.forward_queue_bytes,
             )
         # the spans of the trace being scored as received (encoded), by span id: forwarded as they came
         self._wire: dict[int, tuple[ReadableSpan, WireSpan]] = {}

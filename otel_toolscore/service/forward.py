@@ -5,9 +5,10 @@ scope's) and sends them in batches — up to 512 spans and ``request_bytes``, or
 :class:`~.otlp_sender.TraceSender`. SDK spans (the service's own judge carrier spans) are encoded
 once with the SDK's public encoder and join the same queue.
 
-It sits behind a count of the spans taken and not yet through the sender (queued or being sent):
+It sits behind a count of the spans taken and not yet through the sender (queued or being sent),
+and of their encoded bytes, each with a capacity:
 
-- the service refuses new requests (retryable) while that count is at half the capacity
+- the service refuses new requests (retryable) while either is at half its capacity
   (:attr:`ForwardQueue.backlogged`), so the sender holds the data;
 - the scorer, handing over a span when the queue is full, waits for room (up to a deadline);
 - a span that still finds no room, or that the sender fails to send (after its retries), is
@@ -46,15 +47,23 @@ class ForwardQueue(SpanProcessor):
     It is also the span processor of the service's own tracer provider (judge carrier spans)."""
 
     def __init__(
-        self, sender: TraceSender, capacity: int, count_drop: DropCounter, *, request_bytes: int = 4 * 1024 * 1024
+        self,
+        sender: TraceSender,
+        capacity: int,
+        count_drop: DropCounter,
+        *,
+        request_bytes: int = 4 * 1024 * 1024,
+        capacity_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.capacity = capacity
+        self.capacity_bytes = capacity_bytes
         self.request_bytes = request_bytes
         self.sender = sender
         self._count_drop = count_drop
         self._cond = threading.Condition()
         self._queue: collections.deque[WireSpan] = collections.deque()
         self._held = 0  # taken, not yet through the sender
+        self._held_bytes = 0  # their encoded size
         self._closed = False
         self._abandoned = False
         self._stopping = False
@@ -71,7 +80,15 @@ class ForwardQueue(SpanProcessor):
 
     @property
     def backlogged(self) -> bool:
-        return self._held >= self.capacity // 2
+        return self._held >= self.capacity // 2 or self._held_bytes >= self.capacity_bytes // 2
+
+    @property
+    def held_bytes(self) -> int:
+        return self._held_bytes
+
+    def _full(self, size: int) -> bool:
+        """No room for a span of ``size`` bytes (one larger than the byte capacity goes in alone)."""
+        return self._held >= self.capacity or (self._held > 0 and self._held_bytes + size > self.capacity_bytes)
 
     def set_deadline(self, deadline: float) -> None:
         """A drain began: no wait for room lasts past ``deadline`` (waiting scorers are told now)."""
@@ -94,18 +111,20 @@ class ForwardQueue(SpanProcessor):
     def put(self, span: WireSpan, *, wait: bool) -> bool:
         """Queue ``span``; waits for room when ``wait`` (up to :data:`FORWARD_WAIT_S` or the drain's deadline)."""
         give_up = time.monotonic() + FORWARD_WAIT_S if wait else 0.0
+        size = len(span[2])
         with self._cond:
-            while self._held >= self.capacity and not self._closed:
+            while self._full(size) and not self._closed:
                 limit = give_up if self.deadline is None else min(give_up, self.deadline)
                 remaining = limit - time.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            if self._closed or self._held >= self.capacity:
+            if self._closed or self._full(size):
                 reason = "drain_timeout" if self._closed or self.deadline is not None else "forward_queue_full"
                 self._count_drop(reason, 1)
                 return False
             self._held += 1
+            self._held_bytes += size
             self._queue.append(span)
             if len(self._queue) >= self.batch_size:
                 self._cond.notify_all()
@@ -132,7 +151,7 @@ class ForwardQueue(SpanProcessor):
                 ok = self.sender.send(build_request(batch), len(batch))
             except Exception:
                 _log.exception("otel-toolscore forward: sending a batch failed")
-            self._sent(len(batch), ok)
+            self._sent(len(batch), sum(len(item[2]) for item in batch), ok)
 
     def _next_batch(self) -> list[WireSpan]:
         """Up to ``batch_size`` spans and ``request_bytes`` of them encoded (at least one span):
@@ -148,12 +167,13 @@ class ForwardQueue(SpanProcessor):
             batch.append(queue.popleft())
         return batch
 
-    def _sent(self, count: int, ok: bool) -> None:
+    def _sent(self, count: int, size: int, ok: bool) -> None:
         with self._cond:
             if not self._abandoned:
                 if not ok:
                     self._count_drop("forward_failed", count)
                 self._held = max(0, self._held - count)
+                self._held_bytes = max(0, self._held_bytes - size)
             self._cond.notify_all()
 
     # -- flush, shutdown ------------------------------------------------------------------------------------
@@ -191,7 +211,7 @@ class ForwardQueue(SpanProcessor):
         """At exit: stop taking spans; count what was not sent (``drain_timeout``); how many."""
         with self._cond:
             self._closed = self._abandoned = self._stopping = True
-            left, self._held = self._held, 0
+            left, self._held, self._held_bytes = self._held, 0, 0
             self._queue.clear()
             self._cond.notify_all()
         if left:

@@ -94,6 +94,11 @@ class ServiceSettings(EnvSettings):
         description="Enrich-and-forward: spans waiting to be exported at once; at half of it requests are refused "
         "(retryable), when full the scorer waits for room.",
     )
+    forward_queue_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024 * 1024,
+        description="Enrich-and-forward: encoded bytes of the spans waiting to be exported at once; at half of it "
+        "requests are refused (retryable), when full the scorer waits for room (a larger span goes alone).",
+    )
     forward_request_bytes: int = Field(
         4 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
         description="Enrich-and-forward: encoded spans per export request at most (a batch is cut there; a larger "
