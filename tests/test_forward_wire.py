@@ -412,3 +412,41 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_in_spans() -> None:
     assert queue.put((env, env, b"y" * 50_000), wait=False)  # alone, it goes
     assert queue.force_flush(5_000)
     queue.shutdown()
+
+
+def test_a_backend_that_never_answers_costs_the_sender_its_timeout_only() -> None:
+    """A backend that takes the connection and the body and never answers (or trickles): the request
+    and its retries end at the sender's timeout."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            held.append(conn)  # read nothing, answer nothing
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")  # ...a status line, then silence
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        sender = HttpTraceSender(f"http://127.0.0.1:{listener.getsockname()[1]}/v1/traces", timeout_s=1.5)
+        t0 = time.monotonic()
+        assert not sender.send(_agent_request().SerializeToString(), 7)
+        took = time.monotonic() - t0
+        sender.shutdown()
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
+    assert took < 2.5, f"{took:.1f} s for a 1.5 s timeout"
