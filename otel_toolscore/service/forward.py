@@ -41,6 +41,9 @@ FORWARD_SCHEDULE_DELAY_MS = 1000
 
 DropCounter = Callable[[str, int], None]
 
+#: Most bytes a length-delimited field's tag and length take around its payload (under 256 MiB).
+_FRAMING = 6
+
 class ForwardQueue(SpanProcessor):
     """A bounded batching queue of received spans in front of a sender; see the module docstring.
 
@@ -154,16 +157,23 @@ class ForwardQueue(SpanProcessor):
             self._sent(len(batch), sum(len(item[2]) for item in batch), ok)
 
     def _next_batch(self) -> list[WireSpan]:
-        """Up to ``batch_size`` spans and ``request_bytes`` of them encoded (at least one span):
-        a receiver refuses a larger message for good (gRPC's default limit is 4 MiB)."""
+        """Up to ``batch_size`` spans whose request (spans, their resources' and scopes' fields and
+        the framing) stays within ``request_bytes`` (at least one span): a receiver refuses a larger
+        message for good (gRPC's default limit is 4 MiB)."""
         queue = self._queue
-        batch = [queue.popleft()]
-        size = len(batch[0][2])
+        batch: list[WireSpan] = []
+        size = 0
+        seen: set[int] = set()
         while queue and len(batch) < self.batch_size:
-            more = len(queue[0][2])
-            if size + more > self.request_bytes:
+            resource, scope, span = queue[0]
+            more = len(span) + _FRAMING
+            for part in (resource, scope):
+                if id(part) not in seen:
+                    more += len(part[0]) + len(part[1]) + _FRAMING
+            if batch and size + more > self.request_bytes:
                 break
             size += more
+            seen.update((id(resource), id(scope)))
             batch.append(queue.popleft())
         return batch
 
