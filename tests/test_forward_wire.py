@@ -450,3 +450,42 @@ def test_a_backend_that_never_answers_costs_the_sender_its_timeout_only() -> Non
             conn.close()
         listener.close()
     assert took < 2.5, f"{took:.1f} s for a 1.5 s timeout"
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_a_real_collector_takes_the_assembled_requests(protocol: str, tmp_path: Any) -> None:
+    """rotel (a Rust OTLP implementation) receives what the service forwards, over gRPC and over HTTP,
+    and passes every span on with its fields intact."""
+    from tests.tools.external import rotel
+
+    with capture_server() as (endpoint, backend), rotel(tmp_path, endpoint, protocol="http") as (rotel_grpc, rotel_http):
+        target = f"http://127.0.0.1:{rotel_grpc}" if protocol == "grpc" else f"http://127.0.0.1:{rotel_http}"
+        config = load_config(environ={}, service_overrides={
+            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
+            "export_endpoint": target, "export_protocol": protocol, "metric_export_interval_ms": 60_000,
+        })
+        service = ScoringService(config, expectations=RULES)
+        service.start()
+        sent = _agent_request()
+        try:
+            channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
+            trace_service_pb2_grpc.TraceServiceStub(channel).Export(sent, timeout=10)
+            channel.close()
+
+            def forwarded() -> dict[bytes, Any]:
+                with backend.lock:
+                    reqs = list(backend.requests["/v1/traces"])
+                out: dict[bytes, Any] = {}
+                for r in reqs:
+                    out.update(_spans(r))
+                return out
+
+            assert backend.wait_for(lambda: set(_spans(sent)) <= set(forwarded()), timeout=30)
+        finally:
+            service.shutdown(timeout_s=10)
+        got = forwarded()
+        for sid, sp in _spans(sent).items():
+            if not sp.name.startswith("invoke_agent"):
+                assert got[sid] == sp
+        (root,) = [got[sid] for sid, sp in _spans(sent).items() if sp.name.startswith("invoke_agent")]
+        assert {kv.key: kv.value.double_value for kv in root.attributes}["toolscore.code.score"] == 1.0
