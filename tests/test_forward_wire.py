@@ -489,3 +489,41 @@ def test_a_real_collector_takes_the_assembled_requests(protocol: str, tmp_path: 
                 assert got[sid] == sp
         (root,) = [got[sid] for sid, sp in _spans(sent).items() if sp.name.startswith("invoke_agent")]
         assert {kv.key: kv.value.double_value for kv in root.attributes}["toolscore.code.score"] == 1.0
+
+
+def test_drain_keeps_its_deadline_while_the_backend_keeps_refusing() -> None:
+    """SIGTERM while the forward backend answers 503 to everything: the drain keeps its deadline,
+    the spans it could not deliver are counted, and the sender stops retrying."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    with scripted_http([(503, {})]) as (url, seen):
+        config = load_config(environ={}, service_overrides={
+            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
+            "export_endpoint": url.rsplit("/v1/traces", 1)[0], "export_protocol": "http/protobuf",
+        })
+        service = ScoringService(config, expectations=RULES, meter_provider=MeterProvider(metric_readers=[reader]))
+        service.start()
+        request = _agent_request()
+        channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
+        trace_service_pb2_grpc.TraceServiceStub(channel).Export(request, timeout=10)
+        channel.close()
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen, "the batch was sent"
+        t0 = time.monotonic()
+        service.shutdown(timeout_s=2)
+        took = time.monotonic() - t0
+        time.sleep(0.3)
+        alive = [t.name for t in threading.enumerate() if t.name == "otel-toolscore-forward"]
+    assert took < 3, f"a 2 s drain took {took:.1f} s"
+    assert not alive, "the sender kept retrying after the drain"
+    data = reader.get_metrics_data()
+    drops = {
+        dict(p.attributes).get("toolscore.reason"): p.value
+        for rm in (data.resource_metrics if data else []) for sm in rm.scope_metrics for m in sm.metrics
+        if m.name == "toolscore.dropped" for p in m.data.data_points
+    }
+    assert drops.get("drain_timeout", 0) + drops.get("forward_failed", 0) == len(_spans(request)), drops

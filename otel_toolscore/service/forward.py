@@ -71,6 +71,7 @@ class ForwardQueue(SpanProcessor):
         self._abandoned = False
         self._stopping = False
         self._flushing = 0
+        self._sender_stopped = False
         self.deadline: float | None = None  # a drain's deadline: waits end there (set with set_deadline)
         # Batches of at most a quarter of the capacity, so one is due well before requests are refused.
         self.batch_size = max(1, min(512, capacity // 4))
@@ -212,6 +213,13 @@ class ForwardQueue(SpanProcessor):
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        self._stop_sender()
+
+    def _stop_sender(self) -> None:
+        with self._cond:
+            if self._sender_stopped:
+                return
+            self._sender_stopped = True
         try:
             self.sender.shutdown()
         except Exception:
@@ -226,4 +234,5 @@ class ForwardQueue(SpanProcessor):
             self._cond.notify_all()
         if left:
             self._count_drop("drain_timeout", left)
+        self._stop_sender()  # ends a send still retrying (its back-off waits on the sender's stop)
         return left
