@@ -527,3 +527,84 @@ def test_drain_keeps_its_deadline_while_the_backend_keeps_refusing() -> None:
         if m.name == "toolscore.dropped" for p in m.data.data_points
     }
     assert drops.get("drain_timeout", 0) + drops.get("forward_failed", 0) == len(_spans(request)), drops
+
+
+# -- TLS ----------------------------------------------------------------------------------------------------
+@pytest.fixture
+def tls_files(tmp_path: Any) -> dict[str, str]:
+    """A CA and a server certificate for 127.0.0.1, made with the openssl command."""
+    import subprocess
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp_path)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+        "-subj", "/CN=toolscore test CA")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+    (tmp_path / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    return {k: str(tmp_path / f) for k, f in (("ca", "ca.pem"), ("cert", "server.pem"), ("key", "server.key"))}
+
+
+def test_http_sender_verifies_the_backend_with_the_configured_ca(tls_files: dict[str, str]) -> None:
+    import ssl
+
+    seen_tls: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            seen_tls.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls_files["cert"], tls_files["key"])
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"https://127.0.0.1:{httpd.server_address[1]}/v1/traces"
+    try:
+        sender = trace_sender("http/protobuf", environ={
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_CERTIFICATE": tls_files["ca"]})
+        assert sender.send(b"", 0)
+        sender.shutdown()
+        untrusted = HttpTraceSender(url, timeout_s=1.0)  # the system's CAs do not know this one
+        assert not untrusted.send(b"", 0)
+        untrusted.shutdown()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert seen_tls == [b""]
+
+
+def test_grpc_sender_verifies_the_backend_with_the_configured_ca(tls_files: dict[str, str]) -> None:
+    seen: list[Any] = []
+
+    class Traces(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+        def Export(self, request: Any, context: Any) -> Any:
+            seen.append(request)
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    with open(tls_files["key"], "rb") as k, open(tls_files["cert"], "rb") as c:
+        creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+    port = server.add_secure_port("127.0.0.1:0", creds)
+    server.start()
+    try:
+        sender = trace_sender("grpc", environ={
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"https://127.0.0.1:{port}",
+            "OTEL_EXPORTER_OTLP_CERTIFICATE": tls_files["ca"]})
+        assert isinstance(sender, GrpcTraceSender)
+        request = _agent_request()
+        assert sender.send(request.SerializeToString(), 3)
+        sender.shutdown()
+    finally:
+        server.stop(0)
+    assert len(seen) == 1 and seen[0] == request
