@@ -45,6 +45,8 @@ DEFAULT_TIMEOUT_S = 10.0
 _MAX_BACKOFF_S = 32.0
 _USER_AGENT = f"otel-toolscore/{__version__}"
 _GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+#: jitter of the back-off: its own generator, so the process's global ``random`` state is never touched
+_JITTER = random.Random()
 
 
 class TraceSender(Protocol):
@@ -99,7 +101,7 @@ class _Backoff:
 
     def wait(self, hint_s: float | None) -> bool:
         """Sleep before the next attempt; ``False`` when it would end past the deadline (or at shutdown)."""
-        delay = hint_s if hint_s is not None else min(_MAX_BACKOFF_S, 2.0**self.attempt) * random.uniform(0.8, 1.2)
+        delay = hint_s if hint_s is not None else min(_MAX_BACKOFF_S, 2.0**self.attempt) * _JITTER.uniform(0.8, 1.2)
         self.attempt += 1
         if delay >= self.remaining():
             return False
