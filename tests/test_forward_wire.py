@@ -494,6 +494,7 @@ def test_a_real_collector_takes_the_assembled_requests(protocol: str, tmp_path: 
 def test_drain_keeps_its_deadline_while_the_backend_keeps_refusing() -> None:
     """SIGTERM while the forward backend answers 503 to everything: the drain keeps its deadline,
     the spans it could not deliver are counted, and the sender stops retrying."""
+    from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -503,7 +504,10 @@ def test_drain_keeps_its_deadline_while_the_backend_keeps_refusing() -> None:
             "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
             "export_endpoint": url.rsplit("/v1/traces", 1)[0], "export_protocol": "http/protobuf",
         })
-        service = ScoringService(config, expectations=RULES, meter_provider=MeterProvider(metric_readers=[reader]))
+        # events and metrics stay in the process: the SDK's own exporters, retrying against this
+        # backend after the test, would move the global random state under later hypothesis tests
+        service = ScoringService(config, expectations=RULES, meter_provider=MeterProvider(metric_readers=[reader]),
+                                 logger_provider=LoggerProvider())
         service.start()
         request = _agent_request()
         channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
