@@ -44,6 +44,7 @@ DropCounter = Callable[[str, int], None]
 #: Most bytes a length-delimited field's tag and length take around its payload (under 256 MiB).
 _FRAMING = 6
 
+
 class ForwardQueue(SpanProcessor):
     """A bounded batching queue of received spans in front of a sender; see the module docstring.
 
