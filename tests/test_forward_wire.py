@@ -69,35 +69,45 @@ def _spans(request: Any) -> dict[bytes, Any]:
     return {sp.span_id: sp for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans}
 
 
+def _forwarding_service(endpoint: str, protocol: str, **outputs: Any) -> ScoringService:
+    """A started service forwarding to ``endpoint`` over ``protocol``, every run scored by ``RULES``."""
+    config = load_config(environ={}, service_overrides={
+        "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
+        "export_endpoint": endpoint, "export_protocol": protocol, "metric_export_interval_ms": 60_000,
+    })
+    service = ScoringService(config, expectations=RULES, **outputs)
+    service.start()
+    return service
+
+
+def _export(service: ScoringService, request: Any) -> None:
+    channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
+    trace_service_pb2_grpc.TraceServiceStub(channel).Export(request, timeout=10)
+    channel.close()
+
+
+def _forwarded(backend: Any) -> dict[bytes, Any]:
+    """Every span a capture backend received, by span id."""
+    with backend.lock:
+        reqs = list(backend.requests["/v1/traces"])
+    out: dict[bytes, Any] = {}
+    for r in reqs:
+        out.update(_spans(r))
+    return out
+
+
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_spans_leave_as_received_and_the_root_gains_only_its_scores(protocol: str) -> None:
     capture = capture_server() if protocol == "http/protobuf" else grpc_capture_server()
     with capture as (endpoint, backend):
-        config = load_config(environ={}, service_overrides={
-            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
-            "export_endpoint": endpoint, "export_protocol": protocol, "metric_export_interval_ms": 60_000,
-        })
-        service = ScoringService(config, expectations=RULES)
-        service.start()
+        service = _forwarding_service(endpoint, protocol)
         sent = _agent_request()
         try:
-            channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
-            trace_service_pb2_grpc.TraceServiceStub(channel).Export(sent, timeout=10)
-            channel.close()
-            wanted = set(_spans(sent))
-
-            def forwarded() -> dict[bytes, Any]:
-                with backend.lock:
-                    reqs = list(backend.requests["/v1/traces"])
-                out: dict[bytes, Any] = {}
-                for r in reqs:
-                    out.update(_spans(r))
-                return out
-
-            assert backend.wait_for(lambda: wanted <= set(forwarded()), timeout=20)
+            _export(service, sent)
+            assert backend.wait_for(lambda: set(_spans(sent)) <= set(_forwarded(backend)), timeout=20)
         finally:
             service.shutdown(timeout_s=10)
-        got = forwarded()
+        got = _forwarded(backend)
         with backend.lock:
             (first, *_) = backend.requests["/v1/traces"]
         assert first.resource_spans[0].schema_url == "https://opentelemetry.io/schemas/1.30.0"
@@ -356,29 +366,17 @@ def test_new_attributes_are_appended_without_parsing_the_span() -> None:
 
 def test_a_score_the_sender_already_set_is_replaced_not_doubled() -> None:
     with capture_server() as (endpoint, backend):
-        config = load_config(environ={}, service_overrides={
-            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
-            "export_endpoint": endpoint, "export_protocol": "http/protobuf", "metric_export_interval_ms": 60_000,
-        })
-        service = ScoringService(config, expectations=RULES)
-        service.start()
+        service = _forwarding_service(endpoint, "http/protobuf")
         sent = _agent_request()
         (root,) = [sp for sp in _spans(sent).values() if sp.name.startswith("invoke_agent")]
         root.attributes.append(KeyValue(key="toolscore.code.score", value=AnyValue(double_value=0.5)))  # stale
         try:
-            channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
-            trace_service_pb2_grpc.TraceServiceStub(channel).Export(sent, timeout=10)
-            channel.close()
-
-            def forwarded_root() -> Any:
-                with backend.lock:
-                    reqs = list(backend.requests["/v1/traces"])
-                return next((sp for r in reqs for sid, sp in _spans(r).items() if sid == root.span_id), None)
-
-            assert backend.wait_for(lambda: forwarded_root() is not None, timeout=20)
+            _export(service, sent)
+            assert backend.wait_for(lambda: root.span_id in _forwarded(backend), timeout=20)
         finally:
             service.shutdown(timeout_s=10)
-        scores = [kv.value.double_value for kv in forwarded_root().attributes if kv.key == "toolscore.code.score"]
+        forwarded_root = _forwarded(backend)[root.span_id]
+        scores = [kv.value.double_value for kv in forwarded_root.attributes if kv.key == "toolscore.code.score"]
         assert scores == [1.0]
 
 
@@ -460,30 +458,14 @@ def test_a_real_collector_takes_the_assembled_requests(protocol: str, tmp_path: 
 
     with capture_server() as (endpoint, backend), rotel(tmp_path, endpoint, protocol="http") as (rotel_grpc, rotel_http):
         target = f"http://127.0.0.1:{rotel_grpc}" if protocol == "grpc" else f"http://127.0.0.1:{rotel_http}"
-        config = load_config(environ={}, service_overrides={
-            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
-            "export_endpoint": target, "export_protocol": protocol, "metric_export_interval_ms": 60_000,
-        })
-        service = ScoringService(config, expectations=RULES)
-        service.start()
+        service = _forwarding_service(target, protocol)
         sent = _agent_request()
         try:
-            channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
-            trace_service_pb2_grpc.TraceServiceStub(channel).Export(sent, timeout=10)
-            channel.close()
-
-            def forwarded() -> dict[bytes, Any]:
-                with backend.lock:
-                    reqs = list(backend.requests["/v1/traces"])
-                out: dict[bytes, Any] = {}
-                for r in reqs:
-                    out.update(_spans(r))
-                return out
-
-            assert backend.wait_for(lambda: set(_spans(sent)) <= set(forwarded()), timeout=30)
+            _export(service, sent)
+            assert backend.wait_for(lambda: set(_spans(sent)) <= set(_forwarded(backend)), timeout=30)
         finally:
             service.shutdown(timeout_s=10)
-        got = forwarded()
+        got = _forwarded(backend)
         for sid, sp in _spans(sent).items():
             if not sp.name.startswith("invoke_agent"):
                 assert got[sid] == sp
@@ -500,19 +482,13 @@ def test_drain_keeps_its_deadline_while_the_backend_keeps_refusing() -> None:
 
     reader = InMemoryMetricReader()
     with scripted_http([(503, {})]) as (url, seen):
-        config = load_config(environ={}, service_overrides={
-            "grpc_port": 0, "http_port": 0, "quiet_period_ms": 20, "forward": True,
-            "export_endpoint": url.rsplit("/v1/traces", 1)[0], "export_protocol": "http/protobuf",
-        })
         # events and metrics stay in the process: the SDK's own exporters, retrying against this
         # backend after the test, would move the global random state under later hypothesis tests
-        service = ScoringService(config, expectations=RULES, meter_provider=MeterProvider(metric_readers=[reader]),
-                                 logger_provider=LoggerProvider())
-        service.start()
+        service = _forwarding_service(url.rsplit("/v1/traces", 1)[0], "http/protobuf",
+                                      meter_provider=MeterProvider(metric_readers=[reader]),
+                                      logger_provider=LoggerProvider())
         request = _agent_request()
-        channel = grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}")
-        trace_service_pb2_grpc.TraceServiceStub(channel).Export(request, timeout=10)
-        channel.close()
+        _export(service, request)
         deadline = time.monotonic() + 10
         while not seen and time.monotonic() < deadline:
             time.sleep(0.05)
