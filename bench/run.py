@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from bench.common import Result  # noqa: E402
 
-SECTIONS = ("hot_path", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time")
+SECTIONS = ("hot_path", "yardstick", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time")
 
 # Columns shown in the terminal table per section (everything is in results.json).
 COLUMNS: dict[str, list[tuple[str, str]]] = {
@@ -44,6 +44,15 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("<=1.30x", "verdict_total"),
         ("worker µs", "worker_us_per_run"),
         ("emitter µs", "emitter_us_per_run"),
+    ],
+    "yardstick": [
+        ("SDK agent µs", "baseline_agent_us_per_run"),
+        ("agent µs", "agent_us_per_run"),
+        ("agent ratio", "ratio_agent"),
+        ("SDK total µs", "baseline_total_us_per_run"),
+        ("total µs", "total_us_per_run"),
+        ("total ratio", "ratio_total"),
+        ("min..max", "ratio_total_min_max"),
     ],
     "breakdown": [
         ("SDK on_start µs", "sdk_on_start_us"),
@@ -125,6 +134,10 @@ def _runner(section: str) -> Callable[..., None]:
         from bench import hot_path
 
         return hot_path.run
+    if section == "yardstick":
+        from bench import yardstick
+
+        return yardstick.run
     if section == "breakdown":
         from bench import breakdown
 

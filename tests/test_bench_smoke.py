@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = {"hot_path", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time"}
+SECTIONS = {"hot_path", "yardstick", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time"}
 
 
 @pytest.mark.timeout(300)
@@ -39,6 +39,9 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
         assert row["ratio_agent"] > 0 and row["verdict_agent"] in ("PASS", "MISS")
         assert row["ratio_total"] > 0 and row["verdict_total"] in ("PASS", "MISS")
         assert row["roots_scored_and_exported"] > 0  # the candidate really scored the runs it timed
+    yardstick = doc["sections"]["yardstick"]["rows"]
+    assert len(yardstick) == 3  # the two minimal processors and ours, each against the SDK alone
+    assert all(r["roots_scored_and_exported"] > 0 and r["ratio_total"] > 0 for r in yardstick)
     scorer_modes = {r["mode"] for r in doc["sections"]["scorer"]["rows"]}
     assert scorer_modes == {"ordered-lenient", "ordered-strict", "unordered", "subset", "superset"}
     assert all(r["spans"] > 0 for r in doc["sections"]["extraction"]["rows"])
