@@ -57,6 +57,9 @@ def run(result: Result, *, quick: bool) -> None:
         # what a user's set-up imports: the package and its span processor (the issue's "processor
         # and code scorer"), with the SDK it needs
         ("otel_toolscore + processor", "otel_toolscore.online.processor"),
+        # the floor under the package's data model: pydantic with one model defined (``import
+        # pydantic`` alone is lazy; defining a model loads its field machinery), nothing of ours
+        ("one pydantic model, nothing else", "bench.one_pydantic_model"),
     ):
         base: list[float] = []
         cand: list[float] = []
