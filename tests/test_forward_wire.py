@@ -96,18 +96,24 @@ def _forwarded(backend: Any) -> dict[bytes, Any]:
     return out
 
 
+def _forward_agent_request(target: str, protocol: str, backend: Any, timeout: float) -> tuple[Any, dict[bytes, Any]]:
+    """Send one agent request through a forwarding service to ``target`` and wait until ``backend``
+    holds every span of it: (the request sent, what the backend received by span id)."""
+    service = _forwarding_service(target, protocol)
+    sent = _agent_request()
+    try:
+        _export(service, sent)
+        assert backend.wait_for(lambda: set(_spans(sent)) <= set(_forwarded(backend)), timeout=timeout)
+    finally:
+        service.shutdown(timeout_s=10)
+    return sent, _forwarded(backend)
+
+
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_spans_leave_as_received_and_the_root_gains_only_its_scores(protocol: str) -> None:
     capture = capture_server() if protocol == "http/protobuf" else grpc_capture_server()
     with capture as (endpoint, backend):
-        service = _forwarding_service(endpoint, protocol)
-        sent = _agent_request()
-        try:
-            _export(service, sent)
-            assert backend.wait_for(lambda: set(_spans(sent)) <= set(_forwarded(backend)), timeout=20)
-        finally:
-            service.shutdown(timeout_s=10)
-        got = _forwarded(backend)
+        sent, got = _forward_agent_request(endpoint, protocol, backend, timeout=20)
         with backend.lock:
             (first, *_) = backend.requests["/v1/traces"]
         assert first.resource_spans[0].schema_url == "https://opentelemetry.io/schemas/1.30.0"
@@ -458,14 +464,7 @@ def test_a_real_collector_takes_the_assembled_requests(protocol: str, tmp_path: 
 
     with capture_server() as (endpoint, backend), rotel(tmp_path, endpoint, protocol="http") as (rotel_grpc, rotel_http):
         target = f"http://127.0.0.1:{rotel_grpc}" if protocol == "grpc" else f"http://127.0.0.1:{rotel_http}"
-        service = _forwarding_service(target, protocol)
-        sent = _agent_request()
-        try:
-            _export(service, sent)
-            assert backend.wait_for(lambda: set(_spans(sent)) <= set(_forwarded(backend)), timeout=30)
-        finally:
-            service.shutdown(timeout_s=10)
-        got = _forwarded(backend)
+        sent, got = _forward_agent_request(target, protocol, backend, timeout=30)
         for sid, sp in _spans(sent).items():
             if not sp.name.startswith("invoke_agent"):
                 assert got[sid] == sp
