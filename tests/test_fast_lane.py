@@ -38,6 +38,7 @@ from otel_toolscore.extract import (
 )
 from otel_toolscore.extract.facts import Requested, SpanFacts
 from otel_toolscore.model import AgentRun
+from otel_toolscore.run_records import as_model
 
 CORPUS = Path(__file__).parent / "corpus"
 FILES = sorted(p for p in CORPUS.rglob("*.traces.jsonl") if "node_modules" not in p.parts)
@@ -71,7 +72,7 @@ class _Checked:
 
 
 def _dump(runs: list[AgentRun]) -> list[dict[str, Any]]:
-    return [r.model_dump() for r in runs]
+    return [as_model(r).model_dump() for r in runs]  # the assembler's records, as the public model
 
 
 @pytest.fixture
@@ -276,8 +277,8 @@ def test_processor_scores_the_same_with_and_without_the_lanes(monkeypatch: pytes
 
     def scores(lanes: bool, content: bool) -> list[Any]:
         if not lanes:
-            monkeypatch.setattr(fast_read, "read_live_span", lambda span, opts: None)
-            monkeypatch.setattr("otel_toolscore.online.live.read_live_span", lambda span, opts: None)
+            monkeypatch.setattr(fast_read, "read_live_span", lambda span, opts, *ids: None)
+            monkeypatch.setattr("otel_toolscore.core.sources.read_live_span", lambda span, opts, *ids: None)
             monkeypatch.setattr(assemble, "single_run", lambda *a: None)
         out: list[Any] = []
         processor = ToolScoreSpanProcessor(

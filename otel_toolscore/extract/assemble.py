@@ -43,9 +43,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Container, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model import AgentRun, ToolCall, ToolDefinition
+from ..run_records import CallRecord, RunRecord, ToolRecord
 from .content import requested_calls
 from .facts import DEFAULT_OPTIONS, ExtractOptions, Requested, SpanFacts
 from .handoffs import reparent_handoffs
@@ -60,7 +60,10 @@ from .implicit_runs import (
 )
 from .values import RawCall
 
-__all__ = ["assemble_runs", "single_run"]
+if TYPE_CHECKING:
+    from ..model import AgentRun
+
+__all__ = ["assemble_records", "assemble_runs", "single_run"]
 
 
 def assemble_runs(
@@ -76,15 +79,55 @@ def assemble_runs(
     gave no facts, so the nearest enclosing run is found through intermediate spans. ``local_roots``
     names spans to treat as roots even though they have a parent (a remote parent, live).
     """
+    return [r.to_model() for r in assemble_records(facts, parents, local_roots=local_roots, options=options)]
+
+
+def assemble_records(
+    facts: Iterable[SpanFacts],
+    parents: Mapping[str, str | None],
+    *,
+    local_roots: Iterable[str] = (),
+    options: ExtractOptions | None = None,
+) -> list[RunRecord]:
+    """:func:`assemble_runs` as :class:`~otel_toolscore.run_records.RunRecord` s (no model built)."""
     facts = facts if isinstance(facts, (list, tuple)) else list(facts)
     stops = local_roots if isinstance(local_roots, (set, frozenset)) else set(local_roots)
-    single = single_run(facts, parents, stops, options or DEFAULT_OPTIONS)
-    return single if single is not None else _assemble(facts, parents, stops, options or DEFAULT_OPTIONS)
+    opts = options or DEFAULT_OPTIONS
+    for f in facts:
+        f.materialize(opts)
+    if needs_inputs(facts):
+        for f in facts:
+            f.materialize_inputs(opts)
+    single = single_run(facts, parents, stops, opts)
+    return single if single is not None else _assemble(facts, parents, stops, opts)
+
+
+def needs_inputs(facts: Sequence[SpanFacts]) -> bool:
+    """Whether the input content left unparsed (:data:`~.facts.INPUT_PARSERS`) can change this trace's
+    runs: only a call the model requested that no tool span ran (it may be history echoed back, or
+    take its result and status from a later model call's input), and a model call that recorded no
+    output (its calls are read from the next call's input) are decided by what the model was given.
+    Everything else — the usual trace, every requested call ran — is read from outputs and tool spans."""
+    if not any(f.deferred for f in facts):  # materialized: what is left is input content
+        return False
+    ran: set[str] = set()
+    for f in facts:
+        if f.call is not None and f.call.call_id:
+            ran.add(f.call.call_id)
+        if f.context_call is not None and f.context_call.call_id:
+            ran.add(f.context_call.call_id)
+    for f in facts:
+        if f.role == "llm" and not f.from_log and not f.requested and not f.saw_output:
+            return True
+        for req in (*f.requested, *f.requested_fallback):
+            if req.call_id and req.call_id not in ran:
+                return True
+    return False
 
 
 def _assemble(
     facts: Sequence[SpanFacts], parents: Mapping[str, str | None], stops: Container[str], opts: ExtractOptions
-) -> list[AgentRun]:
+) -> list[RunRecord]:
     """The general rules (see the module docstring)."""
     by_span: dict[str, list[SpanFacts]] = {}
     for f in facts:
@@ -256,7 +299,7 @@ def _assemble(
         for span_id, fs in groups:
             _place(run, span_id, fs, role_of(span_id), group=llm_group(span_id))
 
-    out: list[tuple[int, AgentRun]] = []
+    out: list[tuple[int, RunRecord]] = []
     handoffs: list[tuple[str | None, str | None, str | None, int]] = []  # (source run, from, to, time)
     for s, fs in by_span.items():
         for f in fs:
@@ -290,7 +333,7 @@ def _assemble(
 
 def single_run(
     facts: Sequence[SpanFacts], parents: Mapping[str, str | None], local_roots: Container[str], opts: ExtractOptions
-) -> list[AgentRun] | None:
+) -> list[RunRecord] | None:
     """:func:`assemble_runs` for the commonest traces in one pass, or ``None`` for any other trace.
 
     The commonest traces hold one run, read from span attributes alone (no log records, handoffs,
@@ -498,7 +541,7 @@ def _first(values: Iterable[Any]) -> Any:
     return next((v for v in values if v), None)
 
 
-def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> AgentRun:
+def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunRecord:
     root_facts = sorted(run.agent_facts, key=lambda f: f.span_id != run.root)
     llm_groups = sorted(run.llm_spans.values(), key=lambda fs: (fs[0].start_time_unix_nano, fs[0].span_id))
     llm_facts = [f for fs in llm_groups for f in fs]
@@ -508,7 +551,7 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
 
     # -- calls ------------------------------------------------------------------------------------
     executed = sorted(run.tool_facts, key=lambda f: (f.start_time_unix_nano, f.span_id))
-    calls: list[tuple[tuple[int, int], ToolCall]] = []
+    calls: list[tuple[tuple[int, int], CallRecord]] = []
     exec_calls = [f.call for f in executed if f.call is not None]
     by_id = {c.call_id: c for c in exec_calls if c.call_id}
     matched: set[int] = set()
@@ -517,7 +560,7 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
         results.update(f.results)
 
     _fill_unreported_outputs(llm_groups, opts)
-    outputs: list[list[Requested]] = []
+    outputs: list[Sequence[Requested]] = []
     for fs in llm_groups:
         # a span's own attributes first, its log events only when the attributes carried no calls
         lists = [f.requested for f in fs if f.requested and not f.from_log] or [f.requested for f in fs if f.requested]
@@ -526,9 +569,9 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
     if not outputs:
         outputs = [f.requested_fallback for f in root_facts if f.requested_fallback][:1]
     seen_requested: set[str] = set()
-    pending: list[list[tuple[Requested, ToolCall | None]]] = []
+    pending: list[list[tuple[Requested, CallRecord | None]]] = []
     for output in outputs:
-        row: list[tuple[Requested, ToolCall | None]] = []
+        row: list[tuple[Requested, CallRecord | None]] = []
         for req in output:
             if req.call_id:
                 if req.call_id in seen_requested:
@@ -543,7 +586,7 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
         pending.append(row)
     # second pass: pair the leftovers by name and order; among same-name calls, the span that ran
     # the requested arguments (parallel calls of one tool on threads start in any order)
-    leftovers: dict[str, list[ToolCall]] = {}
+    leftovers: dict[str, list[CallRecord]] = {}
     for c in exec_calls:
         if id(c) not in matched:
             leftovers.setdefault(c.name, []).append(c)
@@ -585,7 +628,7 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
         if id(c) not in placed:
             calls.append(((c.start_time_unix_nano or 0, 0), c))
     calls.sort(key=lambda item: item[0])
-    tools: list[ToolDefinition] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
+    tools: Sequence[ToolRecord] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
     known = {t.name for t in tools}
     failures = [f.error_message for f in everything if f.error_message and f.call is None]
     named = {c.name for _, c in calls}
@@ -595,11 +638,9 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
             # openai-agents stops the run on an unknown tool; with the model output not recorded
             # (OpenLLMetry + Chat Completions) this status message is the only trace of the call
             named.add(m.group(1))
-            lost = ToolCall(
-                name=m.group(1), call_id=None, arguments=None, result=None, status="error",
-                error_type="unknown_tool", kind="framework" if opts.is_framework(m.group(1)) else "tool",
-                source="error", span_id=None, start_time_unix_nano=None, end_time_unix_nano=None,
-                message_index=None, invocation_index=None,
+            lost = CallRecord(
+                m.group(1), None, None, None, "error", "unknown_tool",
+                "framework" if opts.is_framework(m.group(1)) else "tool", "error",
             )
             calls.append(((max((k[0] for k, _ in calls), default=0), 1 << 30), lost))
     if failures:
@@ -632,19 +673,17 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> Agen
                 conventions.append(conv)
     root_attrs = _first(f.attributes for f in root_facts)
     attributes = dict(root_attrs) if root_attrs else {}
-    return AgentRun(
-        run_id=run.root,
-        trace_id=trace_id,
-        root_span_id=run.root,
-        parent_run_id=parent_root,
-        agent_name=agent_name,
-        conversation_id=conversation_id,
-        conventions=conventions,
-        input_messages=[],
-        output_messages=[],
-        user_query=user_query if opts.capture_content else None,
-        final_output=final_output if opts.capture_content else None,
-        available_tools=tools,
-        tool_calls=tool_calls,
-        attributes=attributes,
+    return RunRecord(
+        run.root,
+        trace_id,
+        run.root,
+        parent_root,
+        agent_name,
+        conversation_id,
+        conventions,
+        user_query if opts.capture_content else None,
+        final_output if opts.capture_content else None,
+        list(tools),
+        tool_calls,
+        attributes,
     )

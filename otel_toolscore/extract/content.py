@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..model import ToolDefinition
-from .facts import ExtractOptions, Requested, SpanFacts
+from ..run_records import ToolRecord
+from .facts import INPUT_PARSERS, ExtractOptions, Requested, SpanFacts
 from .values import (
     Bad,
     ParsedMessages,
@@ -31,14 +31,16 @@ __all__ = [
     "agent_output_messages",
     "genai_input_messages",
     "genai_output_messages",
+    "has_openinference_inputs",
     "io_value_input",
     "io_value_output",
     "langgraph_tool_context",
     "log_event_body",
     "mastra_agent_output",
     "mastra_step_output",
-    "openinference_flat",
+    "openinference_inputs",
     "openinference_output_value",
+    "openinference_outputs",
     "pydantic_all_messages",
     "tool_definitions",
     "traceloop_args",
@@ -52,7 +54,7 @@ __all__ = [
 def _json(facts: SpanFacts, value: Any, what: str) -> Any:
     parsed = load_json(value)
     if isinstance(parsed, Bad):
-        facts.problems.append(f"span {facts.span_id}: {what}: {parsed.error}")
+        facts.problem(f"span {facts.span_id}: {what}: {parsed.error}")
         return None
     return parsed
 
@@ -79,14 +81,15 @@ def _absorb_history(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions) 
     facts.dropped_calls += pm.dropped_calls
     for raw in pm.calls:
         if raw.call_id:
-            facts.history_ids.add(raw.call_id)
-    if opts.capture_content:
-        facts.history_calls.extend(pm.calls)
-    else:  # names and ids are not content; arguments are
-        facts.history_calls.extend(RawCall(c.name, c.call_id, None, c.position) for c in pm.calls)
+            facts.add_history_id(raw.call_id)
+    if pm.calls:
+        if opts.capture_content:
+            facts.add_history_calls(pm.calls)
+        else:  # names and ids are not content; arguments are
+            facts.add_history_calls(RawCall(c.name, c.call_id, None, c.position) for c in pm.calls)
     for rid, (value, err) in pm.results.items():
-        facts.history_ids.add(rid)
-        facts.results[rid] = (facts.parsed_content(value, opts) if opts.capture_content else None, err)
+        facts.add_history_id(rid)
+        facts.set_result(rid, (facts.parsed_content(value, opts) if opts.capture_content else None, err))
     if facts.user_query is None and pm.user_texts:
         facts.user_query = pm.user_texts[-1]
 
@@ -97,11 +100,14 @@ def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *
         facts.saw_output = True
     calls = _requested(facts, pm, opts)
     if calls:
-        target = facts.requested_fallback if fallback else facts.requested
-        if not target:
-            target.extend(calls)
+        if fallback:
+            if not facts.requested_fallback:
+                facts.requested_fallback = calls
+        elif not facts.requested:
+            facts.requested = calls
     for rid, (value, err) in pm.results.items():
-        facts.results.setdefault(rid, (facts.parsed_content(value, opts), err))
+        if rid not in facts.results:
+            facts.set_result(rid, (facts.parsed_content(value, opts), err))
     if facts.final_output is None and pm.assistant_texts:
         facts.final_output = pm.assistant_texts[-1]
 
@@ -129,13 +135,13 @@ def agent_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) ->
         _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=True)
 
 
-def _definition(facts: SpanFacts, item: Any, opts: ExtractOptions) -> ToolDefinition | None:
+def _definition(facts: SpanFacts, item: Any, opts: ExtractOptions) -> ToolRecord | None:
     if facts.too_long(item, opts, "a tool definition"):
         return None  # neither parsed nor taken for a name
     if isinstance(item, str):
         parsed = maybe_json(item)
         if isinstance(parsed, str):
-            return ToolDefinition.model_construct(name=item, description=None, parameters=None) if item else None
+            return ToolRecord(item) if item else None
         item = parsed
     if not isinstance(item, Mapping):
         return None
@@ -146,11 +152,7 @@ def _definition(facts: SpanFacts, item: Any, opts: ExtractOptions) -> ToolDefini
         return None
     params = item.get("parameters", item.get("inputSchema", item.get("input_schema")))
     desc = item.get("description")
-    return ToolDefinition.model_construct(
-        name=str(name),
-        description=str(desc) if desc is not None else None,
-        parameters=params if isinstance(params, dict) else None,
-    )
+    return ToolRecord(str(name), str(desc) if desc is not None else None, params if isinstance(params, dict) else None)
 
 
 def _add_definitions(facts: SpanFacts, items: Iterable[Any], opts: ExtractOptions) -> None:
@@ -161,7 +163,7 @@ def _add_definitions(facts: SpanFacts, items: Iterable[Any], opts: ExtractOption
         d = _definition(facts, item, opts)
         if d is not None and d.name not in seen:
             seen.add(d.name)
-            facts.tools.append(d)
+            facts.add_tool(d)
 
 
 def tool_definitions(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
@@ -209,7 +211,6 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
 _OI_CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
-_OI_TOOL = re.compile(r"^llm\.tools\.(\d+)\.tool\.(.+)$")
 
 
 def _oi_messages(flat: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -246,30 +247,134 @@ def _oi_messages(flat: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def openinference_flat(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
-    """Flattened ``llm.input_messages.*`` / ``llm.output_messages.*`` / ``llm.tools.*`` keys."""
-    inputs: dict[int, dict[str, Any]] = {}
-    outputs: dict[int, dict[str, Any]] = {}
-    tools: dict[int, dict[str, Any]] = {}
-    for key, val in attrs.items():
-        if not key.startswith("llm."):
-            continue
-        if m := _OI_MESSAGE.match(key):
-            side = inputs if m.group(1) == "input" else outputs
-            side.setdefault(int(m.group(2)), {})[m.group(3)] = val
-        elif m := _OI_TOOL.match(key):
-            tools.setdefault(int(m.group(1)), {})[m.group(2)] = val
-    if inputs:
-        _absorb_history(facts, parse_messages(_oi_messages(inputs), opts.max_calls_per_run), opts)
+class _OiMessageKeys:
+    """The flattened keys of output message ``i`` (``llm.output_messages.<i>.message.*``), built once."""
+
+    __slots__ = ("call_args", "call_id", "call_name", "content", "fc_args", "fc_name", "part_text", "part_type",
+                 "role", "tool_call_id")
+
+    def __init__(self, side: str, i: int) -> None:
+        base = f"llm.{side}_messages.{i}.message."
+        self.role = base + "role"
+        self.content = base + "content"
+        self.tool_call_id = base + "tool_call_id"
+        self.fc_name = base + "function_call_name"
+        self.fc_args = base + "function_call_arguments_json"
+        self.call_id = [f"{base}tool_calls.{j}.tool_call.id" for j in range(_OI_TABLE_CALLS)]
+        self.call_name = [f"{base}tool_calls.{j}.tool_call.function.name" for j in range(_OI_TABLE_CALLS)]
+        self.call_args = [f"{base}tool_calls.{j}.tool_call.function.arguments" for j in range(_OI_TABLE_CALLS)]
+        self.part_type = [f"{base}contents.{j}.message_content.type" for j in range(_OI_TABLE_PARTS)]
+        self.part_text = [f"{base}contents.{j}.message_content.text" for j in range(_OI_TABLE_PARTS)]
+
+
+#: Keys are precomputed for the first messages, calls and content parts; beyond them they are built
+#: as needed (a model output rarely holds more than one message and a few calls).
+_OI_TABLE_MESSAGES = 4
+_OI_TABLE_CALLS = 16
+_OI_TABLE_PARTS = 4
+_OI_OUTPUT_KEYS = [_OiMessageKeys("output", i) for i in range(_OI_TABLE_MESSAGES)]
+_OI_TOOL_SCHEMA = [f"llm.tools.{i}.tool.json_schema" for i in range(32)]
+_OI_TOOL_NAME = [f"llm.tools.{i}.tool.name" for i in range(32)]
+
+
+def _oi_key(table: list[str], j: int, build: str) -> str:
+    return table[j] if j < len(table) else build
+
+
+def _oi_output_messages(attrs: Mapping[str, Any], max_calls: int) -> list[dict[str, Any]]:
+    """Output messages from their flattened keys, probed in index order (OpenInference writes list
+    positions: ``0, 1, …``): the same messages the flattened form encodes, read without visiting the
+    span's other keys (its input messages may hold a whole conversation)."""
+    get = attrs.get
+    messages: list[dict[str, Any]] = []
+    i = 0
+    while True:
+        keys = _OI_OUTPUT_KEYS[i] if i < _OI_TABLE_MESSAGES else _OiMessageKeys("output", i)
+        role = get(keys.role)
+        content = get(keys.content)
+        name0 = get(keys.call_name[0])
+        id0 = get(keys.call_id[0])
+        part0 = get(keys.part_type[0])
+        text0 = get(keys.part_text[0])
+        fc_name = get(keys.fc_name)
+        tool_call_id = get(keys.tool_call_id)
+        if (role is None and content is None and name0 is None and id0 is None and part0 is None and text0 is None
+                and fc_name is None and tool_call_id is None):
+            return messages
+        out: dict[str, Any] = {"role": role, "content": content}
+        if not content and (part0 is not None or text0 is not None):
+            parts = []
+            j = 0
+            while True:
+                ptype = get(_oi_key(keys.part_type, j, f"llm.output_messages.{i}.message.contents.{j}.message_content.type"))
+                ptext = get(_oi_key(keys.part_text, j, f"llm.output_messages.{i}.message.contents.{j}.message_content.text"))
+                if ptype is None and ptext is None:
+                    break
+                parts.append({"type": "text" if ptype is None else ptype, "text": ptext})
+                j += 1
+            out["content"] = parts
+        tool_calls = []
+        j = 0
+        while j <= max_calls:
+            base = f"llm.output_messages.{i}.message.tool_calls.{j}.tool_call."
+            name = name0 if j == 0 else get(_oi_key(keys.call_name, j, base + "function.name"))
+            cid = id0 if j == 0 else get(_oi_key(keys.call_id, j, base + "id"))
+            args = get(_oi_key(keys.call_args, j, base + "function.arguments"))
+            if name is None and cid is None and args is None:
+                break
+            tool_calls.append({"id": cid, "function": {"name": name, "arguments": args}})
+            j += 1
+        if not tool_calls and fc_name:  # legacy single function call
+            tool_calls.append({"function": {"name": fc_name, "arguments": get(keys.fc_args)}})
+        if tool_calls:
+            out["tool_calls"] = tool_calls
+        if tool_call_id:
+            out["tool_call_id"] = tool_call_id
+        messages.append(out)
+        i += 1
+
+
+def openinference_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
+    """An LLM span's flattened ``llm.output_messages.*`` and ``llm.tools.*`` keys (and the legacy
+    ``llm.function_call``), read through key tables."""
+    outputs = _oi_output_messages(attrs, opts.max_calls_per_run)
     if outputs:
-        _absorb_output(facts, parse_messages(_oi_messages(outputs), opts.max_calls_per_run), opts, fallback=facts.role == "agent")
+        _absorb_output(facts, parse_messages(outputs, opts.max_calls_per_run), opts, fallback=facts.role == "agent")
+    get = attrs.get
+    tools = []
+    i = 0
+    while True:
+        schema = get(_oi_key(_OI_TOOL_SCHEMA, i, f"llm.tools.{i}.tool.json_schema"))
+        name = get(_oi_key(_OI_TOOL_NAME, i, f"llm.tools.{i}.tool.name"))
+        if schema is None and name is None:
+            break
+        tools.append(schema if schema is not None else name)
+        i += 1
     if tools:
-        _add_definitions(facts, (t.get("json_schema", t.get("name")) for _, t in sorted(tools.items())), opts)
-    fc = attrs.get("llm.function_call")
+        _add_definitions(facts, tools, opts)
+    fc = get("llm.function_call")
     if fc and not facts.requested and not outputs:
         data = None if facts.too_long(fc, opts, "llm.function_call") else _json(facts, fc, "llm.function_call")
         if isinstance(data, Mapping) and data.get("name"):
             _absorb_output(facts, parse_messages({"role": "assistant", "tool_calls": [{"function": data}]}, opts.max_calls_per_run), opts, fallback=False)
+
+
+def openinference_inputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
+    """An LLM span's flattened ``llm.input_messages.*`` keys: the request and the conversation so far
+    (parsed only when a run needs them: see :func:`~.assemble.needs_inputs`)."""
+    inputs: dict[int, dict[str, Any]] = {}
+    for key, val in attrs.items():
+        if not key.startswith("llm.input_messages."):
+            continue
+        if m := _OI_MESSAGE.match(key):
+            inputs.setdefault(int(m.group(2)), {})[m.group(3)] = val
+    if inputs:
+        _absorb_history(facts, parse_messages(_oi_messages(inputs), opts.max_calls_per_run), opts)
+
+
+def has_openinference_inputs(attrs: Mapping[str, Any]) -> bool:
+    """Whether an LLM span recorded input messages (without reading them)."""
+    return "llm.input_messages.0.message.role" in attrs or "llm.input_messages.0.message.content" in attrs
 
 
 def maybe_json_string(text: str) -> str:
@@ -422,13 +527,14 @@ def pydantic_all_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) ->
     cut = pm.first_call_after_last_user
     for raw in pm.calls[:cut]:
         if raw.call_id:
-            facts.history_ids.add(raw.call_id)
+            facts.add_history_id(raw.call_id)
     if facts.user_query is None and pm.user_texts:
         facts.user_query = pm.user_texts[-1]
     if not facts.requested_fallback:
-        facts.requested_fallback.extend(_requested(facts, pm, opts, start=cut))
+        facts.requested_fallback = _requested(facts, pm, opts, start=cut)
     for rid, (val, err) in pm.results.items():
-        facts.results.setdefault(rid, (facts.parsed_content(val, opts), err))
+        if rid not in facts.results:
+            facts.set_result(rid, (facts.parsed_content(val, opts), err))
     if facts.final_output is None and pm.assistant_texts:
         facts.final_output = pm.assistant_texts[-1]
 
@@ -476,6 +582,9 @@ def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
         facts.final_output = facts.final_output or data
 
 
+INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
+
+
 def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """An LLM span's ``output.value`` (the raw response JSON): fills arguments the flattened
     ``llm.output_messages.*`` keys left out (openai-agents drops ``{}``), or the calls themselves."""
@@ -486,7 +595,7 @@ def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOption
     if not pm.calls:
         return
     if not facts.requested:
-        facts.requested.extend(_requested(facts, pm, opts))
+        facts.requested = _requested(facts, pm, opts)
         return
     by_id = {raw.call_id: raw for raw in pm.calls if raw.call_id}
     for call in facts.requested:

@@ -18,15 +18,17 @@ application's prompts, arguments or results (what the processor keeps while a ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any
 
-from ..model import ToolCall, ToolDefinition
+from ..run_records import CallRecord, ToolRecord
 from .hints import RunHints
+from .records import plain_attributes
 from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
+__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,34 +111,88 @@ class Requested:
         self.start_time_unix_nano = start
         self.invocation_index = index
 
-    def to_call(self) -> ToolCall:
-        return ToolCall(
-            name=self.name,
-            call_id=self.call_id,
-            arguments=self.arguments,
-            result=self.result,
-            status="error" if self.status == "error" else "ok",
-            error_type=self.error_type,
-            kind="framework" if self.kind == "framework" else "tool",
-            source="requested",
-            span_id=self.span_id,
-            start_time_unix_nano=self.start_time_unix_nano,
-            end_time_unix_nano=None,
-            message_index=None,
-            invocation_index=self.invocation_index,
+    def to_call(self) -> CallRecord:
+        return CallRecord(
+            self.name,
+            self.call_id,
+            self.arguments,
+            self.result,
+            "error" if self.status == "error" else "ok",
+            self.error_type,
+            "framework" if self.kind == "framework" else "tool",
+            "requested",
+            self.span_id,
+            self.start_time_unix_nano,
+            None,
+            None,
+            self.invocation_index,
         )
 
 
 #: A deferred parser: fills content fields of ``facts`` from one raw value.
 Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
 
+#: Parsers of what a model was given (input messages, the request): :meth:`SpanFacts.defer` leaves
+#: them for :meth:`SpanFacts.materialize_inputs` (registered by :mod:`.content`).
+INPUT_PARSERS: set[Deferred] = set()
 
-@dataclass(slots=True)
+#: Characters a flattened attribute is taken to hold when a mapping of them is kept for later.
+_CHARS_PER_FLAT_KEY = 64
+
+class _InSpan:
+    """Where input content waits: an attribute of the facts' ``holder`` (``key``), or all of them."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _InSpan and other.key == self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"_InSpan({self.key!r})"
+
+
+_IN_SPAN_ATTRIBUTES = _InSpan(None)
+
+
+class _NoResults(Mapping[str, Any]):
+    """The empty, shared ``results`` of facts that found none (immutable, so hashable)."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+_NO_RESULTS: Mapping[str, tuple[Any, str | None]] = _NoResults()
+_new = object.__new__
+
+
+@dataclass(eq=False)
 class SpanFacts:
     """What one span or log record contributes (see the module docstring for the two phases).
 
     ``role``: ``"agent"`` (bounds a run), ``"tool"`` (an executed call), ``"llm"`` (a model call),
     ``"other"`` (carries run-level facts only, e.g. a ``CHAIN`` root's input/output).
+
+    Most spans fill a handful of fields: every other field reads its class-level default (immutable:
+    ``None``, ``0``, ``()``), and a collection is created only when something is put in it (through the
+    ``add_*`` / ``set_*`` methods). :meth:`new` builds facts without touching the defaults at all.
     """
 
     trace_id: str
@@ -174,83 +230,206 @@ class SpanFacts:
     attributes: Mapping[str, Any] | None = None
     #: run facts a step / tool / crew span carries for a run it does not bound (see :mod:`.hints`)
     hints: RunHints | None = None
-    deferred: list[tuple[Deferred, Any]] = field(default_factory=list)
+    #: the application's span object the facts were read from (live spans only): input content left
+    #: for later is read again from it, so pending facts hold no reference to the content itself
+    holder: Any = None
+    #: content parsers and the raw values they read; after :meth:`materialize`, only the input
+    #: parsers a run may still need (see :meth:`materialize_inputs`)
+    deferred: Sequence[tuple[Deferred, Any]] = ()
     # -- filled by materialize() --------------------------------------------------------------
-    call: ToolCall | None = None
-    requested: list[Requested] = field(default_factory=list)
+    call: CallRecord | None = None
+    requested: Sequence[Requested] = ()
     #: requested calls that come from a whole-conversation dump (used only when no model span has any)
-    requested_fallback: list[Requested] = field(default_factory=list)
-    history_ids: set[str] = field(default_factory=set)
+    requested_fallback: Sequence[Requested] = ()
+    history_ids: AbstractSet[str] = frozenset()
     #: the model call's input messages were recorded (even if content is then dropped)
     saw_input: bool = False
     #: the model call's output was recorded (text or calls, even if content is then dropped)
     saw_output: bool = False
     #: tool calls replayed in this model call's input (name, id, arguments), in order
-    history_calls: list[RawCall] = field(default_factory=list)
+    history_calls: Sequence[RawCall] = ()
     #: tool results seen in messages, by call id: (value, error type or None)
-    results: dict[str, tuple[Any, str | None]] = field(default_factory=dict)
+    results: Mapping[str, tuple[Any, str | None]] = _NO_RESULTS
     user_query: str | None = None
     final_output: str | None = None
-    tools: list[ToolDefinition] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    tools: Sequence[ToolRecord] = ()
+    problems: Sequence[str] = ()
     #: tool calls in this span's messages past ``max_calls_per_run`` (never built; counted by the caller)
     dropped_calls: int = 0
     #: content values longer than ``max_parse_chars``, left unparsed (counted by the caller)
     unparsed: int = 0
     materialized: bool = False
 
+    @classmethod
+    def new(
+        cls, trace_id: str, span_id: str, parent_span_id: str | None, role: str, name: str, start: int, end: int
+    ) -> SpanFacts:
+        """Facts with the fields every span has; the others keep their class-level defaults."""
+        f = _new(cls)
+        f.trace_id = trace_id
+        f.span_id = span_id
+        f.parent_span_id = parent_span_id
+        f.role = role
+        f.name = name
+        f.start_time_unix_nano = start
+        f.end_time_unix_nano = end
+        return f
+
+    # -- filling collections (created on first use) ---------------------------------------------
+    def problem(self, message: str) -> None:
+        if not self.problems:
+            self.problems = []
+        self.problems.append(message)  # type: ignore[attr-defined]
+
+    def add_history_id(self, call_id: str) -> None:
+        if not self.history_ids:
+            self.history_ids = set()
+        self.history_ids.add(call_id)  # type: ignore[attr-defined]
+
+    def add_history_calls(self, calls: Iterable[RawCall]) -> None:
+        if not self.history_calls:
+            self.history_calls = []
+        self.history_calls.extend(calls)  # type: ignore[attr-defined]
+
+    def set_result(self, call_id: str, value: tuple[Any, str | None], *, replace: bool = True) -> None:
+        """A tool result by call id; with ``replace=False`` an earlier one is kept."""
+        if not self.results:
+            self.results = {}
+        if replace or call_id not in self.results:
+            self.results[call_id] = value  # type: ignore[index]
+
+    def add_tool(self, tool: ToolRecord) -> None:
+        if not self.tools:
+            self.tools = []
+        self.tools.append(tool)  # type: ignore[attr-defined]
+
     def defer(self, parser: Deferred, value: Any) -> None:
-        self.deferred.append((parser, value))
+        """Parse ``value`` with ``parser`` when the facts are materialized; a parser of input content
+        (:data:`INPUT_PARSERS`) only when a run needs it (:meth:`materialize_inputs`)."""
+        if not self.deferred:
+            self.deferred = []
+        self.deferred.append((parser, value))  # type: ignore[attr-defined]
 
     def held_chars(self) -> int:
         """Characters of raw content this (not yet materialized) fact keeps a reference to."""
-        return sum(_text_size(v) for v in (self.raw_arguments, self.raw_result, *(v for _, v in self.deferred)))
+        held = _text_size(self.raw_arguments) + _text_size(self.raw_result)
+        for parser, v in self.deferred:
+            v = self._held(v)
+            if parser in INPUT_PARSERS and isinstance(v, Mapping):
+                # a flattened conversation (OpenInference) is held as the span's attribute mapping: its
+                # size is estimated from its number of keys, not measured (that is the walk put off)
+                held += len(v) * _CHARS_PER_FLAT_KEY
+            else:
+                held += _text_size(v)
+        return held
 
     def materialize(self, options: ExtractOptions | None = None) -> SpanFacts:
-        """Run the deferred parsers and build the executed :class:`ToolCall` (idempotent)."""
+        """Run the deferred parsers and build the executed call (idempotent).
+
+        Parsers of input content (:data:`INPUT_PARSERS`) run too when content is captured; otherwise
+        they stay in ``deferred`` for :meth:`materialize_inputs`."""
         if self.materialized:
             return self
         opts = options or DEFAULT_OPTIONS
         self.materialized = True
-        for parser, value in self.deferred:
+        deferred = self.deferred
+        if deferred:
+            if opts.capture_content:
+                self.deferred = ()
+                self._parse(deferred, opts)
+            else:
+                now = [d for d in deferred if d[0] not in INPUT_PARSERS]
+                if len(now) < len(deferred):
+                    self.deferred = self._by_reference([d for d in deferred if d[0] in INPUT_PARSERS], opts)
+                else:
+                    self.deferred = ()
+                self._parse(now, opts)
+        if self.tool_name is not None and self.role == "tool":
+            result = self._content(self.raw_result, opts, "result")
+            if self.status != "error" and reports_error(self.raw_result):
+                # Mastra answers invalid arguments with status OK and {"error": true, "message": ...}
+                self.status = "error"
+                self.error_type = self.error_type or "tool_error"
+            self.call = CallRecord(
+                self.tool_name,
+                self.call_id,
+                self._content(self.raw_arguments, opts, "arguments"),
+                result,
+                "error" if self.status == "error" else "ok",
+                self.error_type,
+                "framework" if (self.framework or opts.is_framework(self.tool_name)) else "tool",
+                "span",
+                self.span_id,
+                self.start_time_unix_nano or None,
+                self.end_time_unix_nano or None,
+            )
+        if self.raw_arguments is not None or self.raw_result is not None:
+            self.raw_arguments = self.raw_result = None  # the call holds the (truncated) content now
+        self._settle_texts(opts)
+        return self
+
+    def materialize_inputs(self, options: ExtractOptions | None = None) -> SpanFacts:
+        """Parse the input content :meth:`materialize` left (the history and results of earlier
+        calls, the user's request). Idempotent."""
+        if not self.materialized:
+            self.materialize(options)
+        if self.deferred:
+            opts = options or DEFAULT_OPTIONS
+            waiting, self.deferred = self.deferred, ()
+            self._parse(waiting, opts)
+            self._settle_texts(opts)
+        return self
+
+    def _by_reference(self, inputs: list[tuple[Deferred, Any]], opts: ExtractOptions) -> list[tuple[Deferred, Any]]:
+        """Input content waiting for a run that may need it, held as a reference into the
+        application's span where there is one (the span holds it anyway; we hold no copy of the
+        content): an attribute's key, or the whole attribute mapping. A value the span does not
+        hold as an attribute (from an event) is parsed now."""
+        holder = self.holder
+        if holder is None:
+            return inputs
+        attrs = plain_attributes(holder)
+        kept: list[tuple[Deferred, Any]] = []
+        for parser, value in inputs:
+            if value is attrs:
+                kept.append((parser, _IN_SPAN_ATTRIBUTES))
+                continue
+            key = next((k for k, v in attrs.items() if v is value), None)
+            if key is None:
+                self._parse(((parser, value),), opts)
+            else:
+                kept.append((parser, _InSpan(key)))
+        return kept
+
+    def _held(self, value: Any) -> Any:
+        if type(value) is _InSpan:
+            attrs = plain_attributes(self.holder)
+            return attrs if value.key is None else attrs.get(value.key)
+        return value
+
+    def _parse(self, parsers: Iterable[tuple[Deferred, Any]], opts: ExtractOptions) -> None:
+        for parser, value in parsers:
+            value = self._held(value)
+            if value is None:
+                continue
             if (size := _text_size(value)) > opts.max_parse_chars:
                 self._unparsed(parser.__name__, size, opts)
                 continue
             try:
                 parser(self, plain(value), opts)  # live values arrive as tuples / read-only mappings
             except Exception as exc:  # a reader bug or an odd shape must not lose the rest of the run
-                self.problems.append(f"span {self.span_id}: {parser.__name__} failed: {type(exc).__name__}: {exc}")
-        self.deferred = []
-        if self.tool_name is not None and self.role == "tool":
-            result = self._content(self.raw_result, opts, "result")
-            if self.status != "error" and _reports_error(self.raw_result):
-                # Mastra answers invalid arguments with status OK and {"error": true, "message": ...}
-                self.status = "error"
-                self.error_type = self.error_type or "tool_error"
-            self.call = ToolCall(
-                name=self.tool_name,
-                call_id=self.call_id,
-                arguments=self._content(self.raw_arguments, opts, "arguments"),
-                result=result,
-                status="error" if self.status == "error" else "ok",
-                error_type=self.error_type,
-                kind="framework" if (self.framework or opts.is_framework(self.tool_name)) else "tool",
-                source="span",
-                span_id=self.span_id,
-                start_time_unix_nano=self.start_time_unix_nano or None,
-                end_time_unix_nano=self.end_time_unix_nano or None,
-                message_index=None,
-                invocation_index=None,
-            )
-        self.raw_arguments = self.raw_result = None  # the call holds the (truncated) content now
+                self.problem(f"span {self.span_id}: {parser.__name__} failed: {type(exc).__name__}: {exc}")
+
+    def _settle_texts(self, opts: ExtractOptions) -> None:
         if not opts.capture_content:
             self.user_query = None
             self.final_output = None
         else:
             # surrounding whitespace is formatting (Strands appends "\n" to answers), not content
-            self.user_query = truncate(self.user_query.strip() or None if self.user_query else None, opts.max_chars)
-            self.final_output = truncate(self.final_output.strip() or None if self.final_output else None, opts.max_chars)
-        return self
+            if self.user_query is not None:
+                self.user_query = truncate(self.user_query.strip() or None, opts.max_chars)
+            if self.final_output is not None:
+                self.final_output = truncate(self.final_output.strip() or None, opts.max_chars)
 
     def _content(self, value: Any, opts: ExtractOptions, what: str) -> Any:
         if value is None or not opts.capture_content or (isinstance(value, str) and value in REDACTION_MARKERS):
@@ -259,7 +438,7 @@ class SpanFacts:
         if isinstance(value, str) and not self.too_long(value, opts, f"{what} of {self.tool_name}"):
             parsed = maybe_json(value)
             if parsed is value and value[:1] in ("{", "[") and isinstance(load_json(value), Bad):
-                self.problems.append(f"span {self.span_id}: {what} of {self.tool_name} is not valid JSON")
+                self.problem(f"span {self.span_id}: {what} of {self.tool_name} is not valid JSON")
             value = parsed
         if isinstance(value, dict) and "input_str" in value:
             # LangChain callbacks via OpenLLMetry: {"input_str": "<python repr>", "tags", "metadata"}
@@ -285,7 +464,7 @@ class SpanFacts:
 
     def _unparsed(self, what: str, size: int, opts: ExtractOptions) -> None:
         self.unparsed += 1
-        self.problems.append(
+        self.problem(
             f"span {self.span_id}: {what}: {size:,} characters, over max_parse_chars ({opts.max_parse_chars:,}): not parsed"
         )
 
@@ -301,7 +480,7 @@ def _text_size(value: Any) -> int:
     return 0
 
 
-def _reports_error(raw: Any) -> bool:
+def reports_error(raw: Any) -> bool:
     """A tool result that says the call failed: ``{"error": true, ...}`` / ``{"isError": true}``."""
     if isinstance(raw, str):
         if '"error"' not in raw and '"isError"' not in raw:

@@ -9,14 +9,18 @@ from the SDK object with one table lookup (``gen_ai.operation.name`` → role), 
 conventions know). Anything another reader could claim — another convention's keys, a framework
 scope or span name the other readers test, span events, a handoff — declines to the generic readers
 (``None``).
+
+The SDK span's fields are read directly (``_name``, ``_attributes`` …, with the public properties
+as the fallback for any other span class): a property costs a Python call, and a span is read once.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .facts import ExtractOptions, SpanFacts
-from .readers import _LLM_OPS, GENAI_CONTENT, _str, settle_facts
+from ..run_records import CallRecord
+from .facts import ExtractOptions, SpanFacts, reports_error, root_attributes
+from .readers import _LLM_OPS, GENAI_CONTENT, _scope_tag, settle_content
 from .records import _STATUS_BY_ID, plain_attributes
 from .values import clean_id
 
@@ -49,53 +53,135 @@ _GENERIC_KEYS = frozenset(
 #: Span names and scopes the Pydantic AI and ADK readers claim whatever the attributes.
 _GENERIC_NAMES = frozenset({"agent run", "running tool", "running tools", "execute_tool (merged)"})
 _GENERIC_SCOPES = frozenset({"pydantic-ai", "gcp.vertex.agent"})
+_GENAI = ("genai",)
+_CONVENTIONS: dict[str | None, tuple[str, ...]] = {}
 
 
-def read_live_span(span: Any, options: ExtractOptions) -> SpanFacts | None:
-    """The facts of a live GenAI span only the GenAI reader claims, or ``None``: read it generically."""
-    a = plain_attributes(span)
+def _conventions(scope_name: str | None) -> tuple[str, ...]:
+    """``("genai",)`` plus the framework tag of the scope (memoised: a process sees a few scopes)."""
+    convs = _CONVENTIONS.get(scope_name)
+    if convs is None:
+        tag = _scope_tag(scope_name) if scope_name else None
+        convs = _GENAI if tag is None or tag == "genai" else ("genai", tag)
+        if len(_CONVENTIONS) < 1024:
+            _CONVENTIONS[scope_name] = convs
+    return convs
+
+
+def read_live_span(
+    span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None
+) -> SpanFacts | None:
+    """The facts of a live GenAI span only the GenAI reader claims, or ``None``: read it generically.
+
+    ``ids``: the span's (trace, span, parent) ids in hex when the caller has them already."""
+    try:
+        a = span._attributes._dict
+    except AttributeError:
+        a = plain_attributes(span)
     op = a.get("gen_ai.operation.name")
     if type(op) is not str:
         return None
     role = _ROLE_OF_OP.get(op)
     if role is None or not _GENERIC_KEYS.isdisjoint(a):
         return None
-    name = span.name
-    if name in _GENERIC_NAMES or getattr(span, "_events", None):
+    try:
+        name = span._name
+        events = span._events
+        scope = span._instrumentation_scope
+        status = span._status
+        start = span._start_time
+        end = span._end_time
+    except AttributeError:  # a span class of another SDK: its public properties
+        name, events, scope, status = span.name, span.events, span.instrumentation_scope, span.status
+        start, end = span.start_time, span.end_time
+    if events or name in _GENERIC_NAMES:
         return None
-    scope = span.instrumentation_scope
     scope_name = scope.name if scope is not None else None
     if scope_name in _GENERIC_SCOPES:
         return None
     tool = a.get("gen_ai.tool.name")
     if tool == "(merged tools)":
         return None
-    ctx = span.context
-    parent = span.parent
-    status = span.status
+    if ids is None:
+        ctx = span.context
+        parent = span.parent
+        ids = (
+            format(ctx.trace_id, "032x"),
+            format(ctx.span_id, "016x"),
+            format(parent.span_id, "016x") if parent is not None else None,
+        )
+    f = SpanFacts.new(ids[0], ids[1], ids[2], role, name, start or 0, end or 0)
+    f.holder = span
     code = _STATUS_BY_ID.get(id(status.status_code)) or status.status_code.name
-    f = SpanFacts(
-        format(ctx.trace_id, "032x"),
-        format(ctx.span_id, "016x"),
-        format(parent.span_id, "016x") if parent is not None else None,
-        role,
-        name=name,
-        start_time_unix_nano=span.start_time or 0,
-        end_time_unix_nano=span.end_time or 0,
-    )
     # what the GenAI reader sets for these operations (readers._genai), in its order
-    f.agent_name = _str(a.get("gen_ai.agent.name"))
-    f.agent_id = _str(a.get("gen_ai.agent.id"))
-    if role == "agent" and code == "ERROR":
+    agent_name = a.get("gen_ai.agent.name")
+    if agent_name is not None and agent_name != "":
+        f.agent_name = str(agent_name)
+    agent_id = a.get("gen_ai.agent.id")
+    if agent_id is not None and agent_id != "":
+        f.agent_id = str(agent_id)
+    conversation = a.get("gen_ai.conversation.id")
+    if conversation is not None and conversation != "":
+        f.conversation_id = str(conversation)
+    raw_result = None
+    if role == "tool":
+        if tool is None:
+            f.role = role = "other"  # a tool span that names no tool is not a call we could report
+        else:
+            f.tool_name = str(tool)
+            f.call_id = clean_id(a.get("gen_ai.tool.call.id"))
+            f.raw_arguments = a.get("gen_ai.tool.call.arguments")
+            f.raw_result = raw_result = a.get("gen_ai.tool.call.result")
+    elif role == "agent" and code == "ERROR":
         f.status = "error"
-    f.conversation_id = _str(a.get("gen_ai.conversation.id"))
-    if tool is not None and role == "tool":
-        f.tool_name = str(tool)
-        f.call_id = clean_id(a.get("gen_ai.tool.call.id"))
-        f.raw_arguments = a.get("gen_ai.tool.call.arguments")
-        f.raw_result = a.get("gen_ai.tool.call.result")
+    content = False
     for key, parser in GENAI_CONTENT:  # content: parsed at assembly, as the GenAI reader defers it
         value = a.get(key)
         if value is not None:
             f.defer(parser, value)
-    return settle_facts(f, a, ["genai"], code, status.description, scope_name, (), options)
+            content = True
+    # what every reading ends with (readers.settle_facts), for a span of this convention alone
+    f.conventions = _conventions(scope_name)
+    if code == "ERROR":
+        message = status.description
+        if message and "not found" in message:
+            f.error_message = message[:2000]  # only "tool … not found" reports are used
+    if role == "tool":
+        if code == "ERROR":
+            f.status = "error"
+            error = a.get("error.type")
+            f.error_type = str(error) if error is not None and error != "" else "error"
+        elif a.get("error.type") is not None:
+            f.status = "error"
+            f.error_type = str(a["error.type"])
+        if not options.capture_content and not content and f.held_chars() <= options.max_deferred_chars:
+            # names only, nothing to parse: the call is built here (what materialize() builds)
+            if f.status != "error" and reports_error(raw_result):
+                f.status = "error"
+                f.error_type = f.error_type or "tool_error"
+            tool_name = f.tool_name
+            assert tool_name is not None
+            f.call = CallRecord(
+                tool_name,
+                f.call_id,
+                None,
+                None,
+                f.status,
+                f.error_type,
+                "framework" if options.is_framework(tool_name) else "tool",
+                "span",
+                f.span_id,
+                f.start_time_unix_nano or None,
+                f.end_time_unix_nano or None,
+            )
+            if f.raw_arguments is not None or raw_result is not None:
+                f.raw_arguments = f.raw_result = None
+            f.materialized = True
+            return f
+    elif role == "agent":
+        f.attributes = root_attributes(a)  # short scalars only: no reference to the span's content
+    if not content and not options.capture_content and role != "tool":
+        f.materialized = True  # nothing to parse, no text kept (what materialize() leaves)
+        return f
+    settle_content(f, options)
+    return f

@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import ToolDefinition
+from ..run_records import ToolRecord
 from .content import _absorb_output, _add_definitions, io_value_input
 from .facts import ExtractOptions, SpanFacts
 from .hints import RunHints
@@ -181,12 +181,12 @@ def crewai_called_name(description: Any) -> str | None:
     return line or None
 
 
-def _definitions(names: list[str]) -> list[ToolDefinition]:
-    seen: dict[str, ToolDefinition] = {}
+def _definitions(names: list[str]) -> list[ToolRecord]:
+    seen: dict[str, ToolRecord] = {}
     for name in names:
         called = crewai_tool_name(name)
         if called and called not in seen:
-            seen[called] = ToolDefinition.model_construct(name=called, description=None, parameters=None)
+            seen[called] = ToolRecord(called)
     return list(seen.values())
 
 
@@ -204,7 +204,7 @@ def crewai_agent_tools(facts: SpanFacts, value: Any, opts: ExtractOptions) -> No
             name = _python_string(entry, len("name="))
             if name is not None:
                 names.append(name)
-    facts.tools.extend(_definitions(names))
+    facts.tools = [*facts.tools, *_definitions(names)]
 
 
 def crewai_task_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
@@ -249,7 +249,7 @@ def crewai_roster(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = load_json(value) if isinstance(value, str) else value
     if not isinstance(data, list):
         return
-    roster: dict[str, list[ToolDefinition]] = {}
+    roster: dict[str, list[ToolRecord]] = {}
     for agent in data:
         if isinstance(agent, Mapping) and isinstance(agent.get("role"), str):
             names = agent.get("tools_names")

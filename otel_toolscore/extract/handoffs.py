@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..model import AgentRun, ToolCall
+from ..run_records import CallRecord as ToolCall
+from ..run_records import RunRecord as AgentRun
 
 __all__ = ["reparent_handoffs"]
 

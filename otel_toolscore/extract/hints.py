@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import ToolDefinition
+from ..run_records import ToolRecord
 
 __all__ = ["RunHints"]
 
@@ -31,5 +31,5 @@ class RunHints:
     step_agent: str | None = None
     hosted_agent: str | None = None
     hosted_query: str | None = None
-    roster: dict[str, list[ToolDefinition]] | None = None
+    roster: dict[str, list[ToolRecord]] | None = None
     workflow_step: bool = False

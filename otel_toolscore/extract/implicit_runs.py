@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from ..model import AgentRun, ToolDefinition
+from ..run_records import RunRecord as AgentRun
+from ..run_records import ToolRecord
 from .facts import SpanFacts
 
 __all__ = [
@@ -123,7 +124,7 @@ def hosted_root(
     if tool is None or tool.hints is None or tool.hints.hosted_agent is None:
         return None
     name = tool.hints.hosted_agent
-    tools: list[ToolDefinition] = []
+    tools: list[ToolRecord] = []
     for anc in _ancestors(tool.span_id, parent_of):
         roster = next((f.hints.roster for f in by_span.get(anc, ()) if f.hints is not None and f.hints.roster), None)
         if roster is not None:

@@ -22,8 +22,9 @@ from .content import (
     log_event_body,
     mastra_agent_output,
     mastra_step_output,
-    openinference_flat,
+    openinference_inputs,
     openinference_output_value,
+    openinference_outputs,
     pydantic_all_messages,
     tool_definitions,
     traceloop_args,
@@ -227,7 +228,8 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
     if role == "tool" and f.role == "tool":
         _oi_tool(rec, a, f, framework)
     elif kind == "LLM":
-        f.defer(openinference_flat, a)
+        f.defer(openinference_outputs, a)
+        f.defer(openinference_inputs, a)
         if "output.value" in a:
             f.defer(openinference_output_value, a["output.value"])
     elif f.role == "agent" and framework == "crewai":
@@ -515,15 +517,11 @@ def read_span(rec: SpanRecord, options: ExtractOptions | None = None) -> SpanFac
     events = rec.events
     if not may_have_facts(name, a, bool(events)):
         return None
-    f = SpanFacts(
-        rec.trace_id,
-        rec.span_id,
-        rec.parent_span_id,
-        "",
-        name=name,
-        start_time_unix_nano=rec.start_time_unix_nano,
-        end_time_unix_nano=rec.end_time_unix_nano,
+    f = SpanFacts.new(
+        rec.trace_id, rec.span_id, rec.parent_span_id, "", name, rec.start_time_unix_nano, rec.end_time_unix_nano
     )
+    if rec.holder is not None:
+        f.holder = rec.holder
     convs: list[str] = []
     for reader in _READERS:
         reader(rec, a, f, convs)
@@ -567,9 +565,20 @@ def settle_facts(
     if f.role == "agent":
         f.attributes = root_attributes(a)  # short scalars only: no reference to the span's content
     f.conventions = tuple(convs)
-    if options is not None and (not options.capture_content or f.held_chars() > options.max_deferred_chars):
-        f.materialize(options)  # names only / long content: parse now, hold no raw content while pending
+    if options is not None:
+        settle_content(f, options)
     return f
+
+
+def settle_content(f: SpanFacts, options: ExtractOptions) -> None:
+    """Parse now what a pending run should not hold raw: with content not captured, the outputs (names
+    and ids only are kept); any content past ``max_deferred_chars``, inputs included. Input content
+    under that bound waits by reference until a run needs it (:func:`~.assemble.needs_inputs`)."""
+    if f.held_chars() > options.max_deferred_chars:
+        f.materialize(options)
+        f.materialize_inputs(options)
+    elif not options.capture_content:
+        f.materialize(options)
 
 
 def _error_from_events(events: Sequence[EventTuple]) -> str | None:
@@ -593,16 +602,10 @@ def read_log(record: LogRecordView | Any, options: ExtractOptions | None = None)
     name = record.event_name
     attrs = record.attributes
     body = record.body
-    f = SpanFacts(
-        record.trace_id or "",
-        record.span_id or "",
-        None,
-        "llm",
-        name=name or "",
-        start_time_unix_nano=record.time_unix_nano,
-        end_time_unix_nano=record.time_unix_nano,
-        from_log=True,
+    f = SpanFacts.new(
+        record.trace_id or "", record.span_id or "", None, "llm", name or "", record.time_unix_nano, record.time_unix_nano
     )
+    f.from_log = True
     if name in _BODY_EVENTS:
         f.defer(log_event_body, (name, body if body is not None else dict(attrs)))
     elif any(k in attrs for k in _GENAI_CONTENT_KEYS):
@@ -618,8 +621,8 @@ def read_log(record: LogRecordView | Any, options: ExtractOptions | None = None)
     if tag is not None:
         convs.append(tag)
     f.conventions = tuple(convs)
-    if options is not None and (not options.capture_content or f.held_chars() > options.max_deferred_chars):
-        f.materialize(options)
+    if options is not None:
+        settle_content(f, options)
     return f
 
 

@@ -50,6 +50,8 @@ class SpanRecord:
     end_time_unix_nano: int = 0
     scope_name: str | None = None
     resource_attributes: Mapping[str, Any] = field(default_factory=dict)
+    #: the application's span object the record views (live spans only)
+    holder: Any = None
 
 
 @dataclass(slots=True)
@@ -136,6 +138,7 @@ def record_from_readable(span: Any) -> SpanRecord:
         end_time_unix_nano=span.end_time or 0,
         scope_name=scope.name if scope is not None else None,
         resource_attributes=resource.attributes if resource is not None else EMPTY,
+        holder=span,
     )
 
 

@@ -38,7 +38,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from pydantic import BaseModel, Field
 
 from ..model import AgentRun
-from .assemble import assemble_runs
+from ..run_records import RunRecord
+from .assemble import assemble_records
 from .content import requested_calls
 from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
 from .otlp_json import OtlpJsonError, log_views_from_json, span_records_from_json
@@ -132,7 +133,7 @@ class _Collector:
         self.first_seen: dict[str, int] = {}
         self.records = 0
         #: the latest run of a hand-written loop that left one trace per model call (see _stitch)
-        self.loop: tuple[int, AgentRun] | None = None
+        self.loop: tuple[int, RunRecord] | None = None
         self.traces_done = 0
         self.runs_out = 0
         self._next_check = 0
@@ -229,7 +230,7 @@ class _Collector:
             pos, run = self.loop
             self.loop = None
             self.runs_out += 1
-            yield pos, 0, run
+            yield pos, 0, run.to_model()
         self.report.traces = self.traces_done
         self.report.runs = self.runs_out
 
@@ -248,7 +249,7 @@ class _Collector:
         self.traces_done += 1
         reports = [self.fact_report.pop(id(f), None) for f in facts]
         try:
-            trace_runs = assemble_runs(facts, parents, options=self.options)
+            trace_runs = assemble_records(facts, parents, options=self.options)
         except Exception as exc:
             src = reports[0] or (self.report.sources[0] if self.report.sources else None)
             if src is not None:
@@ -267,14 +268,14 @@ class _Collector:
             self.loop = (pos, loops[-1])
             if previous is not None:
                 self.runs_out += 1
-                yield previous[0], 0, previous[1]
+                yield previous[0], 0, previous[1].to_model()
             return
         for i, run in enumerate(trace_runs):
             self.runs_out += 1
-            yield pos, i, run
+            yield pos, i, run.to_model()
 
 
-def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[AgentRun], options: ExtractOptions) -> bool:
+def _stitch(trace_runs: list[RunRecord], facts: list[SpanFacts], loops: list[RunRecord], options: ExtractOptions) -> bool:
     """Join a hand-written tool loop that left one trace per model call (no enclosing span).
 
     A trace whose only run has no agent (a bare model call) continues the latest such run when its
@@ -287,6 +288,8 @@ def _stitch(trace_runs: list[AgentRun], facts: list[SpanFacts], loops: list[Agen
         return False
     if any(f.role == "agent" for f in facts):
         return False
+    for f in facts:
+        f.materialize_inputs(options)  # what the model was given tells which run this trace continues
     run = trace_runs[0]
     history = set().union(*(f.history_ids for f in facts))
     replayed = [raw for f in facts for raw in f.history_calls]

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import ScoredRun
 from ..model import AgentRun
 from ..online.judge import Judge
-from ..online.live import ScoredRun
 from ..online.sampler import JudgeSampler
 from ..telemetry import RunRef
 from .results import FileRunScore, Judgment

@@ -52,7 +52,7 @@ from .judge_settings import JudgeSettings, load_tools_file
 from .sampler import JudgeSampler, Reservation
 
 if TYPE_CHECKING:
-    from .live import ScoredRun
+    from ..core.scored import ScoredRun
 
 __all__ = ["Judge", "JudgeAttempt", "JudgeStats", "judge_from_env"]
 
@@ -276,7 +276,7 @@ class Judge:
         if sampled_by is None:
             self._skip("not_sampled")
             return False
-        if not scored.run.has_content:
+        if not scored.record.has_content:
             self._skip("no_content")
             return False
         if self._circuit.is_open(time.monotonic()):

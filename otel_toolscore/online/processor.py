@@ -26,7 +26,7 @@ import threading
 import time
 import weakref
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,29 +35,32 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ..config import Settings
+from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, StartContext, build_core, scored_copy
 from ..extract import ExtractOptions, SpanFacts
 from ..extract.records import LogRecordView, log_view_from_sdk
 from ..sinks.base import ScoreSink
-from ..sinks.dispatch import SinkDispatcher
 from .expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
 from .expectations import Expectation
-from .live import LiveCore, ScoredRun, core_expectations, core_options, may_root_a_run
-from .outputs import RunOutputs
-from .traces import StartContext
 from .workers import QueueWorker
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
+    from ..sinks.dispatch import SinkDispatcher
     from .judge import Judge
 
-__all__ = ["ScoredRun", "ToolScoreSpanProcessor"]
+__all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 
 _log = logging.getLogger(__name__)
 
-# Queue item kinds (the first element of each queued tuple).
-_START, _END, _HOLD, _LOG = 0, 1, 2, 3
+# Queue item kinds (the first element of each queued tuple): the core's.
+_START, _END, _HOLD, _LOG = START, END, HOLD, LOG
 _BAGGAGE_PREFIX = "toolscore."
+#: Roots whose end found the span queue full, kept for the worker to count as lost runs.
+_LOST_ROOTS = 4096
+
+
+may_root_a_run = SDK_SPANS.may_root
 
 
 class _ThreadCounts:
@@ -67,8 +70,11 @@ class _ThreadCounts:
     def __init__(self) -> None:
         self._by_thread: dict[int, Counter[str]] = {}
         self._reported: Counter[tuple[int, str]] = Counter()
+        #: something was counted since the last :meth:`take` (a hint: set without a lock)
+        self.dirty = False
 
     def add(self, reason: str) -> None:
+        self.dirty = True
         tid = threading.get_ident()
         mine = self._by_thread.get(tid)
         if mine is None:
@@ -77,6 +83,7 @@ class _ThreadCounts:
 
     def take(self) -> Counter[str]:
         """What was counted since the last call, by reason (called by one thread only)."""
+        self.dirty = False
         out: Counter[str] = Counter()
         for tid, counts in list(self._by_thread.items()):
             for reason, total in list(counts.items()):
@@ -124,33 +131,32 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self.settings = settings.model_copy(update=overrides)
         s = self.settings
         self._downstream = downstream
-        self.rules, self.default_expectation = core_expectations(s, expectations)
         self._judge = judge
-        self._extract_options = core_options(s, self.rules, judging=judge is not None)
-        self.outputs = RunOutputs(
+        self._core, self.outputs = build_core(
             s,
-            rules=self.rules,
-            forward=self.forward,
+            source=SDK_SPANS,
+            expectations=expectations,
+            judge=judge,
             meter_provider=meter_provider,
             logger_provider=logger_provider,
-            judge=judge,
             on_scored=on_scored,
             sinks=sinks,
         )
+        self.rules, self.default_expectation = self._core.rules, self._core.default
+        self._extract_options = self._core.options
         self.emitter = self.outputs.emitter
         self.sinks: SinkDispatcher | None = self.outputs.sinks
         self._emit = self.outputs.emit_queue
         self._stopped = False
         self._hold_roots = downstream is not None
         self._app_counts = _ThreadCounts()  # counted outside the core lock
+        self._lost_roots: deque[ReadableSpan] = deque()  # ends of roots the full queue refused
         self._stalled_at: int | None = None
         # The core is driven by the worker, and by a flush's caller while it drains the queue.
         self._core_lock = threading.Lock()
-        self._forwards: deque[ReadableSpan] = deque()
+        #: (span, score attributes) the core released, handed on by the worker thread
+        self._forwards: deque[tuple[ReadableSpan, dict[str, Any] | None]] = deque()
         self._last_sweep = 0.0
-        self._core = LiveCore(
-            s, rules=self.rules, default=self.default_expectation, options=self._extract_options, sink=self.outputs
-        )
         self._worker = QueueWorker(
             "otel-toolscore-worker",
             self._process,
@@ -209,55 +215,51 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 return  # the worker hands it on, with the score when there is one
         else:
             self._app_counts.add("span_queue_full")
+            try:
+                if may_root_a_run(span):  # its run is lost: counted by the worker, not silently gone
+                    if len(self._lost_roots) < _LOST_ROOTS:
+                        self._lost_roots.append(span)
+                    else:
+                        self._app_counts.add("lost_root_untracked")
+            except Exception:
+                pass
         if self._downstream is not None:
             try:
                 self._downstream.on_end(span)
             except Exception:
                 self._app_counts.add("downstream_error")
 
-    # -- the core's spans (its outputs' forward): handed downstream -------------------------------
-    def forward(self, span: ReadableSpan) -> None:
-        if self._downstream is not None:
-            self._forwards.append(span)  # handed on by the worker thread, outside the core lock
+    # -- the worker thread ------------------------------------------------------------------------
+    def _absorb(self, release: Release, more_drops: Counter[str] | None = None) -> None:
+        """A release of the core (holding the core lock): its spans for the worker to hand on, its
+        runs and counts to the outputs."""
+        if release.spans and self._downstream is not None:
+            self._forwards.extend(release.spans)
+        self.outputs.deliver(release, more_drops)
 
     def _hand_on(self) -> None:
-        """Hand the roots the core released to the downstream (worker thread only: a downstream that
-        blocks in ``on_end`` blocks this thread, never a flush's caller)."""
+        """Hand the roots the core released to the downstream, each as a copy carrying its score
+        (worker thread only: a downstream that blocks in ``on_end`` blocks this thread, never a
+        flush's caller)."""
         downstream = self._downstream
         forwards = self._forwards
         while forwards:
             try:
-                span = forwards.popleft()
+                span, attrs = forwards.popleft()
             except IndexError:
                 break
             if downstream is None:
                 continue
             try:
-                downstream.on_end(span)
+                downstream.on_end(span if attrs is None else scored_copy(span, attrs))
             except Exception:
                 self._app_counts.add("downstream_error")
 
-    # -- the worker thread ------------------------------------------------------------------------
-    def _process(self, batch: Iterable[Any]) -> None:
+    def _process(self, batch: list[Any]) -> None:
         """Run queued starts, ends and log records through the core (holding the core lock)."""
-        core = self._core
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            for item in batch:
-                kind = item[0]
-                try:
-                    if kind == _START:
-                        core.start(item[1], item[2])
-                    elif kind == _LOG:
-                        core.log(item[1])
-                    else:
-                        core.end(item[1], kind == _HOLD)
-                except Exception:
-                    _log.debug("otel-toolscore failed on a span", exc_info=True)
-                    self.outputs.drop("malformed_span")
-                    if kind == _HOLD:
-                        self.forward(item[1])
-            core.settle()
+            self._absorb(self._core.feed(batch))
         finally:
             otel_context.detach(token)
 
@@ -269,19 +271,29 @@ class ToolScoreSpanProcessor(SpanProcessor):
             with self._core_lock:
                 self._sweep(force=False)
         self._hand_on()
-        with self._core_lock:
-            self._flush_counts()
+        if self._lost_roots or self._app_counts.dirty:
+            with self._core_lock:
+                self._flush_counts()
 
     def _sweep(self, force: bool) -> None:
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            self._core.sweep(force=force)
+            self._absorb(self._core.sweep(force=force))
         finally:
             otel_context.detach(token)
 
     def _flush_counts(self) -> None:
-        """Add what was counted to the metrics (holding the core lock)."""
-        self.outputs.flush_counts(self._app_counts.take())
+        """Count the runs whose roots the full queue refused, and add what the application's threads
+        counted to the metrics (holding the core lock)."""
+        lost = self._lost_roots
+        while lost:
+            try:
+                self._core.lost_root(lost.popleft())
+            except IndexError:
+                break
+            except Exception:
+                _log.debug("otel-toolscore could not count a lost run", exc_info=True)
+        self._absorb(self._core.take(), self._app_counts.take())
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def force_flush(self, timeout_millis: int = 30_000) -> bool:

@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
 from ..telemetry import names
 
 if TYPE_CHECKING:
-    from .live import ScoredRun
+    from ..core.scored import ScoredRun
 
 __all__ = [
     "JudgeSampler",
@@ -276,7 +276,7 @@ class JudgeSampler:
         ``ratio`` wins over the priorities when both apply, so the runs labelled ``ratio`` are
         exactly the unbiased sample whatever the priorities add.
         """
-        run = scored.run
+        run = scored.record  # the run's record: no model is built to decide
         flag = _flag(run.attributes) if self.always_when_flagged and run.attributes else None
         if flag is False:
             return None

@@ -1,9 +1,9 @@
 """The scoring service: OTLP in, the scoring core in the middle, OTLP out.
 
 Received spans are decoded and buffered by trace (:mod:`.buffer`). When a trace is complete, the
-scorer thread runs it through the same core the span processor runs (:class:`~otel_toolscore.online.live.LiveCore`:
+scorer thread runs it through the same core the span processor runs (:class:`~otel_toolscore.core.Core`:
 starts in start order, log facts, ends in end order, as a live process would have), with the same
-outputs (:class:`~otel_toolscore.online.outputs.RunOutputs`: events, metrics, sinks, callbacks, the
+outputs (:class:`~otel_toolscore.core.Outputs`: events, metrics, sinks, callbacks, the
 judge). In enrich-and-forward mode every span is handed to the forwarding queue as it was received
 (its encoded bytes, never re-encoded), except a run's root, which leaves as a copy of its received
 message with the score attributes added (:mod:`.wire`, :mod:`.forward`, :mod:`.otlp_sender`).
@@ -32,11 +32,10 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .. import __version__
+from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, build_core, scored_copy
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
 from ..online.exporters import otlp_exporter, otlp_protocol
-from ..online.live import LiveCore, ScoredRun, core_expectations, core_options, may_root_a_run
-from ..online.outputs import RunOutputs
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, decode_spans, with_parent_remote
@@ -57,7 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["IntakeResult", "ScoringService"]
 
 _log = logging.getLogger(__name__)
-_ABSENT = object()
 
 _ENDPOINT_VARS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -95,7 +93,7 @@ class ScoringService:
         judge: an optional LLM judge, offered every scored run.
         meter_provider, logger_provider, span_exporter: injected outputs (tests, embedding);
             by default they are built from the export settings.
-        on_scored: called with every :class:`~otel_toolscore.online.live.ScoredRun`.
+        on_scored: called with every :class:`~otel_toolscore.core.ScoredRun`.
         judge_from_environment: build the LLM judge from ``OTEL_TOOLSCORE_JUDGE_*`` (when
             ``OTEL_TOOLSCORE_JUDGE_MODEL`` is set) unless ``judge`` is given; its carrier spans are
             exported with the service's own resource.
@@ -145,24 +143,22 @@ class ScoringService:
         # The core the span processor runs, driven here by the scorer thread: a complete trace goes
         # straight into it (no span processor, no queue, no worker in between).
         scoring = config.scoring
-        rules, default = core_expectations(scoring, expectations)
-        self.rules = rules
-        self.outputs = RunOutputs(
+        self._core, self.outputs = build_core(
             scoring,
-            rules=rules,
-            forward=self._forward_span,
+            source=SDK_SPANS,
+            expectations=expectations,
+            judge=judge,
             meter_provider=self.meter_provider,
             logger_provider=self.logger_provider,
-            judge=judge,
             on_scored=on_scored,
             sinks=sinks,
         )
+        self.rules = self._core.rules
         self.emitter = self.outputs.emitter
         self._judge = judge
         if judge is not None:
             judge.bind(self.emitter)  # every trace is scored before a flush asks: nothing to hand over
-        self.extract_options = core_options(scoring, rules, judging=judge is not None)
-        self._core = LiveCore(scoring, rules=rules, default=default, options=self.extract_options, sink=self.outputs)
+        self.extract_options = self._core.options
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,
             max_bytes=svc.max_pending_bytes,
@@ -382,8 +378,7 @@ class ScoringService:
                     self.buffer.release(trace)
                     self._traces.add(1, {names.ATTR_OUTCOME: why})
                 scored += 1
-            self._core.sweep()  # roots held past their grace, traces past the timeout
-            self.outputs.flush_counts()
+            self._release(self._core.sweep())  # roots held past their grace, traces past the timeout
             return scored
 
     def _abandon(self, traces: Sequence[tuple[PendingTrace, str]]) -> None:
@@ -400,8 +395,8 @@ class ScoringService:
 
     def _score(self, trace: PendingTrace) -> None:
         """Run a complete trace through the core, in the order the live process ran it: starts in
-        start order, log facts, ends in end order (a parent before its children on ties)."""
-        core = self._core
+        start order, log facts, ends in end order (a parent before its children on ties). A span
+        that roots no run leaves as received at once; the core releases the others."""
         if not trace.spans:
             # Log records whose spans never came: nothing to score them against.
             self.emitter.count_drop("orphan_logs", len(trace.log_facts))
@@ -420,58 +415,52 @@ class ScoringService:
             remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
             spans.append(with_parent_remote(d.span, bool(remote)))
         depth = _depths(parents)
-        by_start = sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
-        for s in by_start:
+        items: list[tuple[Any, ...]] = [
+            (START, s, None)
+            for s in sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
+        ]
+        items.extend((LOG, facts) for facts in trace.log_facts)
+        may_root = SDK_SPANS.may_root
+        for s in sorted(spans, key=lambda s: (s.end_time or 0, -depth[s.context.span_id])):  # type: ignore[union-attr,unused-ignore]
             try:
-                core.start(s, None)
-            except Exception:
-                self._malformed()
-        for facts in trace.log_facts:
-            try:
-                core.log(facts)
-            except Exception:
-                self._malformed()
-        by_end = sorted(spans, key=lambda s: (s.end_time or 0, -depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
-        for s in by_end:
-            try:
-                hold = may_root_a_run(s)
+                hold = may_root(s)
             except Exception:  # odd attribute values: read (and counted) by the core
                 hold = False
             if not hold:
-                self._forward_span(s)  # a span that roots no run leaves as received
-            try:
-                core.end(s, hold)
-            except Exception:
-                self._malformed()
-                if hold:
-                    self._forward_span(s)
-        core.settle()
+                self._forward_span(s, None)  # a span that roots no run leaves as received
+            items.append((HOLD if hold else END, s))
+        self._release(self._core.feed(items))
         wire.clear()  # a root the core still holds leaves later, encoded from its SDK span
+
+    def _release(self, release: Release) -> None:
+        """Hand on what the core released (roots with their scores), then its runs and counts."""
+        for span, attrs in release.spans:
+            self._forward_span(span, attrs)
+        self.outputs.deliver(release)
 
     def _malformed(self) -> None:
         _log.debug("otel-toolscore serve: a span or log record could not be scored", exc_info=True)
-        self.outputs.drop("malformed_span")
+        self._core.drop("malformed_span")
 
-    def _forward_span(self, span: ReadableSpan) -> None:
+    def _forward_span(self, span: ReadableSpan, added: dict[str, Any] | None) -> None:
         """Hand a span to the forwarding queue (enrich-and-forward); the scorer waits for room.
 
-        A span the core passes on unchanged leaves as received; a root it enriched, as a copy of
-        its received message with the attributes it gained."""
+        A span the core passes on unchanged leaves as received; a root it scored, as a copy of its
+        received message with the attributes it gained."""
         if self._forward is None:
             return
         try:
             ctx = span.context
             known = self._wire.get(ctx.span_id) if ctx is not None else None
             if known is None:
-                item = encode_sdk_span(span)
+                item = encode_sdk_span(span if added is None else scored_copy(span, added))
             else:
                 received, (resource, scope, encoded) = known
-                if span is not received:
+                if added:
                     before = received.attributes or {}
-                    added = {k: v for k, v in (span.attributes or {}).items() if before.get(k, _ABSENT) != v}
                     if any(k in before for k in added):  # a score the sender already set: replaced
                         encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
-                    elif added:
+                    else:
                         encoded = with_new_attributes(encoded, added)
                 item = (resource, scope, encoded)
             self._forward.put(item, wait=True)
@@ -520,7 +509,7 @@ class ScoringService:
         if not self._score_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             return False
         try:
-            self.outputs.flush_counts()
+            self.outputs.deliver(self._core.take())
         finally:
             self._score_lock.release()
         return True

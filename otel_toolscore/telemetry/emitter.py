@@ -94,6 +94,7 @@ class Emitter:
         mp = meter_provider or metrics.get_meter_provider()
         lp = logger_provider or _logs.get_logger_provider()
         meter = mp.get_meter(n.SCOPE_NAME, __version__)
+        self.logger_provider = lp
         self.logger = lp.get_logger(n.SCOPE_NAME, __version__)
         self.score = meter.create_histogram(
             n.METRIC_SCORE,

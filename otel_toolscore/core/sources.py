@@ -1,0 +1,118 @@
+"""How the core reads the spans each adapter gives it: a :class:`SpanSource` per kind of span object.
+
+The core never looks into a span itself. The span processor feeds it the SDK's own span objects
+(:data:`SDK_SPANS`); the scoring service, spans decoded from OTLP requests
+(:mod:`otel_toolscore.service.views`). A source answers the few questions the core asks of a span —
+its ids, its facts (through the extractor's readers), the role its start shows, its attributes, whether
+it was sampled — each with as little work as that kind of object allows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ..extract import ExtractOptions, SpanFacts, classify_start, read_span, record_from_readable
+from ..extract.fast_read import read_live_span
+from ..extract.readers import may_have_facts
+from ..extract.records import has_events, plain_attributes
+
+__all__ = ["SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "scored_copy"]
+
+_log = logging.getLogger(__name__)
+
+#: (trace id, span id as 16 hex digits, parent span id or ``None``, whether the span is a local root:
+#: no parent, or a remote one)
+SpanIds = tuple[int, str, "str | None", bool]
+#: (trace id as 32 hex digits, span id, parent span id or ``None``) of a span the caller has read
+HexIds = tuple[str, str, "str | None"]
+
+
+class SpanSource(Protocol):
+    """What the core asks of a span object (see the module docstring)."""
+
+    def ids(self, span: Any) -> SpanIds | None: ...
+
+    def read(self, span: Any, options: ExtractOptions, ids: HexIds | None = None) -> SpanFacts | None: ...
+
+    def role_at_start(self, span: Any) -> str | None: ...
+
+    def attributes(self, span: Any) -> Mapping[str, Any]: ...
+
+    def sampled(self, span: Any) -> bool: ...
+
+    def may_root(self, span: Any) -> bool: ...
+
+
+class SdkSpans:
+    """The OpenTelemetry SDK's ``ReadableSpan`` (and ``Span``) objects."""
+
+    @staticmethod
+    def ids(span: Any) -> SpanIds | None:
+        try:
+            ctx = span._context
+            parent = span._parent
+        except AttributeError:
+            ctx = span.context
+            parent = span.parent
+        if ctx is None:
+            return None
+        if parent is None:
+            return ctx.trace_id, format(ctx.span_id, "016x"), None, True
+        return ctx.trace_id, format(ctx.span_id, "016x"), format(parent.span_id, "016x"), parent.is_remote
+
+    @staticmethod
+    def read(span: Any, options: ExtractOptions, ids: HexIds | None = None) -> SpanFacts | None:
+        facts = read_live_span(span, options, ids)  # a scalar GenAI span: one table lookup
+        if facts is None and may_have_facts(span.name, plain_attributes(span), has_events(span)):
+            facts = read_span(record_from_readable(span), options)
+        # else: an HTTP, database, queue … span: only its parent link matters
+        return facts
+
+    @staticmethod
+    def role_at_start(span: Any) -> str | None:
+        return classify_start(span.name, plain_attributes(span))
+
+    @staticmethod
+    def attributes(span: Any) -> Mapping[str, Any]:
+        return plain_attributes(span)
+
+    @staticmethod
+    def sampled(span: Any) -> bool:
+        ctx = span.context
+        return bool(ctx.trace_flags.sampled) if ctx is not None else True
+
+    @staticmethod
+    def may_root(span: Any) -> bool:
+        """Whether an ended span may be a run's root — a local root, or an agent span by the table of
+        keys: the adapter leaves such a span to the core to hand on (with the score when there is one)."""
+        parent = span.parent
+        if parent is None or parent.is_remote:
+            return True
+        return classify_start(span.name, plain_attributes(span)) == "agent"
+
+
+SDK_SPANS = SdkSpans()
+
+
+def scored_copy(span: ReadableSpan, added: dict[str, Any]) -> ReadableSpan:
+    """A copy of an ended ``span`` carrying ``added`` attributes too (an ended span is immutable)."""
+    attrs = dict(plain_attributes(span))  # a C-level copy (the public proxy iterates in Python)
+    attrs.update(added)
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attrs,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
