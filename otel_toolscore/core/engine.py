@@ -184,10 +184,15 @@ class Core:
         if ids is None:
             return
         trace_id, sid, parent, local = ids
-        state = self._state(trace_id)
+        state = self.table.traces.get(trace_id) or self._state(trace_id)
         if state is None:
             return  # a span of an evicted trace: counted when it ends
-        self._link(state, sid, parent, local)
+        parents = state.parents
+        if sid not in parents:
+            if len(parents) < self._max_known:
+                parents[sid] = None if local else parent
+            else:
+                self.drop("known_spans_limit")
         if local:
             state.local_roots.add(sid)
         if len(state.open) < self._max_open:

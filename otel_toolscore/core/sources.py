@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ..extract import ExtractOptions, SpanFacts, classify_start, read_span, record_from_readable
 from ..extract.fast_read import read_live_span
-from ..extract.readers import may_have_facts
+from ..extract.readers import AGENT_OPS, may_have_facts
 from ..extract.records import has_events, plain_attributes
 
 __all__ = ["SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "scored_copy"]
@@ -61,8 +61,8 @@ class SdkSpans:
         if ctx is None:
             return None
         if parent is None:
-            return ctx.trace_id, format(ctx.span_id, "016x"), None, True
-        return ctx.trace_id, format(ctx.span_id, "016x"), format(parent.span_id, "016x"), parent.is_remote
+            return ctx.trace_id, "%016x" % ctx.span_id, None, True
+        return ctx.trace_id, "%016x" % ctx.span_id, "%016x" % parent.span_id, parent.is_remote
 
     @staticmethod
     def read(span: Any, options: ExtractOptions, ids: HexIds | None = None) -> SpanFacts | None:
@@ -88,11 +88,20 @@ class SdkSpans:
     @staticmethod
     def may_root(span: Any) -> bool:
         """Whether an ended span may be a run's root — a local root, or an agent span by the table of
-        keys: the adapter leaves such a span to the core to hand on (with the score when there is one)."""
-        parent = span.parent
+        keys: the adapter leaves such a span to the core to hand on (with the score when there is one).
+        Runs on the application's thread for every span: the SDK span's fields are read directly."""
+        try:
+            parent = span._parent
+            attrs = span._attributes._dict
+        except AttributeError:
+            parent = span.parent
+            attrs = plain_attributes(span)
         if parent is None or parent.is_remote:
             return True
-        return classify_start(span.name, plain_attributes(span)) == "agent"
+        op = attrs.get("gen_ai.operation.name")
+        if op is not None:  # what classify_start decides first, in one look-up
+            return op in AGENT_OPS
+        return classify_start(span.name, attrs) == "agent"
 
 
 SDK_SPANS = SdkSpans()

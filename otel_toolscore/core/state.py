@@ -23,7 +23,7 @@ __all__ = ["HeldRoot", "StartContext", "TraceState", "TraceTable", "hex_id"]
 
 def hex_id(value: int) -> str:
     """A span id as the extractor names it (16 lower-case hex digits)."""
-    return format(value, "016x")
+    return "%016x" % value
 
 
 class StartContext:
@@ -63,7 +63,7 @@ class TraceState:
 
     def __init__(self, trace_id: int, created: float) -> None:
         self.trace_id = trace_id
-        self.hex = format(trace_id, "032x")
+        self.hex = "%032x" % trace_id
         self.created = created
         #: span id → parent span id (``None`` for a local root: no parent, or a remote one)
         self.parents: dict[str, str | None] = {}

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from ..run_records import CallRecord, RunRecord, ToolRecord
@@ -347,7 +348,8 @@ def single_run(
     both give the same runs).
     """
     for f in facts:
-        f.materialize(opts)  # content parsers may add hints and context calls: look after them
+        if not f.materialized:
+            f.materialize(opts)  # content parsers may add hints and context calls: look after them
     root: SpanFacts | None = None
     by_span: dict[str, SpanFacts] = {}
     for f in facts:
@@ -374,8 +376,9 @@ def single_run(
     def parent_of(span_id: str) -> str | None:
         if span_id in local_roots:
             return None
-        if span_id in parents:
-            return parents[span_id]
+        parent = parents.get(span_id, _UNKNOWN)
+        if parent is not _UNKNOWN:
+            return parent  # type: ignore[return-value]
         known = by_span.get(span_id)
         return known.parent_span_id if known is not None else None
 
@@ -405,8 +408,10 @@ def single_run(
         return found
 
     roles_seen: set[str] = set()
+    firsts: list[str | None] = []
     for f in facts:
         first = parent_of(f.span_id)
+        firsts.append(first)
         above = by_span.get(first) if first is not None else None
         if above is not None and (
             (f.role == "llm" and above.role == "llm")  # one model call seen twice: grouped by the general rules
@@ -419,12 +424,15 @@ def single_run(
         if top(root_id) is None:
             return None  # a cycle above the agent would be cut below it
         inside = {root_id}  # spans known to lie under the agent
-        for f in facts:
+        for f, first in zip(facts, firsts):
             if f is root:
+                continue
+            if first == root_id:  # the commonest case: a child of the agent span
+                inside.add(f.span_id)
                 continue
             path = [f.span_id]
             on_path = {f.span_id}
-            cur = parent_of(f.span_id)
+            cur = first
             while cur not in inside:
                 if cur is None or cur in local_roots or cur in on_path or len(path) > bound:
                     return None  # outside the agent's run, or a cycle
@@ -440,12 +448,22 @@ def single_run(
             return None
         root_id = only
     run = RunFacts(root_id)
-    for f in facts:
-        _place(run, f.span_id, [f], f.role, group=f.span_id)
+    for f in facts:  # what _place does with one fact per span and no log record
+        role = f.role
+        if f.span_id == root_id and role in ("agent", "other"):
+            run.agent_facts.append(f)
+        elif role == "tool":
+            if f.call is not None:
+                run.tool_facts.append(f)
+        elif role == "llm":
+            run.llm_spans[f.span_id] = [f]
+        else:
+            run.other_facts.append(f)
     return [_build(run, None, opts)]
 
 
 _SIMPLE_ROLES = frozenset({"agent", "tool", "llm", "other"})
+_UNKNOWN = object()
 
 
 def _parent_forest(
@@ -490,6 +508,8 @@ def _fill_unreported_outputs(llm_groups: list[list[SpanFacts]], opts: ExtractOpt
     """Model calls that record their input but not their output (OpenLLMetry with Chat Completions):
     a tool call that first shows up in a later model call's input, and was not already in the run's
     first input (earlier turns), was requested by the model call just before it."""
+    if not any(f.history_calls for fs in llm_groups for f in fs):
+        return  # no model call was given earlier calls: nothing to read back
     seen: set[tuple[str, str]] = set()
     for i, fs in enumerate(llm_groups):
         for f in fs:  # calls a model call reported itself are no news when replayed later
@@ -537,32 +557,57 @@ def _place(
         run.other_facts.extend(fs)
 
 
+def _call_order(item: tuple[tuple[int, int], CallRecord]) -> tuple[int, int]:
+    return item[0]
+
+
 def _first(values: Iterable[Any]) -> Any:
     return next((v for v in values if v), None)
 
 
+def _first_of(facts: Iterable[SpanFacts], field: str) -> Any:
+    """The first truthy ``field`` of ``facts`` (a loop: this runs for every field of every run)."""
+    for f in facts:
+        value = getattr(f, field)
+        if value:
+            return value
+    return None
+
+
 def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunRecord:
-    root_facts = sorted(run.agent_facts, key=lambda f: f.span_id != run.root)
-    llm_groups = sorted(run.llm_spans.values(), key=lambda fs: (fs[0].start_time_unix_nano, fs[0].span_id))
+    root = run.root
+    root_facts = run.agent_facts
+    if len(root_facts) > 1:
+        root_facts = sorted(root_facts, key=lambda f: f.span_id != root)
+    llm_groups = list(run.llm_spans.values())
+    if len(llm_groups) > 1:
+        llm_groups.sort(key=lambda fs: (fs[0].start_time_unix_nano, fs[0].span_id))
     llm_facts = [f for fs in llm_groups for f in fs]
     inner = [*run.tool_facts, *llm_facts, *run.other_facts]
     everything = [*root_facts, *inner]
-    trace_id = _first(f.trace_id for f in everything) or None
+    trace_id = _first_of(everything, "trace_id") or None
 
     # -- calls ------------------------------------------------------------------------------------
-    executed = sorted(run.tool_facts, key=lambda f: (f.start_time_unix_nano, f.span_id))
+    executed = run.tool_facts
+    if len(executed) > 1:
+        executed = sorted(executed, key=lambda f: (f.start_time_unix_nano, f.span_id))
     calls: list[tuple[tuple[int, int], CallRecord]] = []
     exec_calls = [f.call for f in executed if f.call is not None]
     by_id = {c.call_id: c for c in exec_calls if c.call_id}
     matched: set[int] = set()
     results: dict[str, tuple[Any, str | None]] = {}
     for f in everything:
-        results.update(f.results)
+        if f.results:
+            results.update(f.results)
 
     _fill_unreported_outputs(llm_groups, opts)
     outputs: list[Sequence[Requested]] = []
     for fs in llm_groups:
         # a span's own attributes first, its log events only when the attributes carried no calls
+        if len(fs) == 1:
+            if fs[0].requested:
+                outputs.append(fs[0].requested)
+            continue
         lists = [f.requested for f in fs if f.requested and not f.from_log] or [f.requested for f in fs if f.requested]
         if lists:
             outputs.append(lists[0])
@@ -573,39 +618,45 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunR
     for output in outputs:
         row: list[tuple[Requested, CallRecord | None]] = []
         for req in output:
-            if req.call_id:
-                if req.call_id in seen_requested:
+            cid = req.call_id
+            hit = None
+            if cid:
+                if cid in seen_requested:
                     continue
-                seen_requested.add(req.call_id)
-            hit = by_id.get(req.call_id) if req.call_id else None
-            if hit is not None and id(hit) not in matched:
-                matched.add(id(hit))
-            else:
-                hit = None
+                seen_requested.add(cid)
+                hit = by_id.get(cid)
+                if hit is not None:
+                    if id(hit) in matched:
+                        hit = None
+                    else:
+                        matched.add(id(hit))
             row.append((req, hit))
         pending.append(row)
     # second pass: pair the leftovers by name and order; among same-name calls, the span that ran
     # the requested arguments (parallel calls of one tool on threads start in any order)
-    leftovers: dict[str, list[CallRecord]] = {}
-    for c in exec_calls:
-        if id(c) not in matched:
-            leftovers.setdefault(c.name, []).append(c)
-    for row in pending:
-        for i, (req, hit) in enumerate(row):
-            same = leftovers.get(req.name)
-            if hit is None and same:
-                at = next((k for k, c in enumerate(same) if req.arguments is not None and c.arguments == req.arguments), 0)
-                cand = same.pop(at)
-                matched.add(id(cand))
-                row[i] = (req, cand)
-    history_of = {f.span_id: f.history_ids for f in root_facts + llm_facts if f.history_ids}
+    if len(matched) < len(exec_calls):
+        leftovers: dict[str, list[CallRecord]] = {}
+        for c in exec_calls:
+            if id(c) not in matched:
+                leftovers.setdefault(c.name, []).append(c)
+        for row in pending:
+            for i, (req, hit) in enumerate(row):
+                same = leftovers.get(req.name)
+                if hit is None and same:
+                    at = next((k for k, c in enumerate(same) if req.arguments is not None and c.arguments == req.arguments), 0)
+                    cand = same.pop(at)
+                    matched.add(id(cand))
+                    row[i] = (req, cand)
+    history_of: dict[str, AbstractSet[str]] | None = None
     placed: set[int] = set()
     for row in pending:
         # One model output: its calls keep the model's order (parallel tool spans may start in any
         # order). The row sits at the model call's end, or earlier if a tool of it started earlier.
-        starts = [hit.start_time_unix_nano for _, hit in row if hit is not None and hit.start_time_unix_nano]
-        ends = [req.start_time_unix_nano for req, _ in row if req.start_time_unix_nano]
-        row_time = min(starts + ends, default=0)
+        row_time = 0
+        for req, hit in row:
+            for t in (hit.start_time_unix_nano if hit is not None else None, req.start_time_unix_nano):
+                if t and (not row_time or t < row_time):
+                    row_time = t
         for pos, (req, hit) in enumerate(row):
             if hit is not None:
                 if isinstance(req.arguments, Mapping) and not isinstance(hit.arguments, Mapping):
@@ -615,8 +666,11 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunR
                 placed.add(id(hit))
                 calls.append(((row_time, pos + 1), hit))
                 continue
-            if req.call_id and req.call_id in history_of.get(req.span_id or "", ()):
-                continue  # a call the same span was given as input: history echoed back, not a new call
+            if req.call_id:
+                if history_of is None:
+                    history_of = {f.span_id: f.history_ids for f in (*root_facts, *llm_facts) if f.history_ids}
+                if req.call_id in history_of.get(req.span_id or "", ()):
+                    continue  # a call the same span was given as input: history echoed back, not a new call
             result = results.get(req.call_id) if req.call_id else None
             if result is not None:
                 req.result = result[0] if opts.capture_content else None
@@ -624,14 +678,15 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunR
                     req.status = "error"
                     req.error_type = result[1]
             calls.append(((row_time, pos + 1), req.to_call()))
-    for c in exec_calls:
-        if id(c) not in placed:
-            calls.append(((c.start_time_unix_nano or 0, 0), c))
-    calls.sort(key=lambda item: item[0])
-    tools: Sequence[ToolRecord] = _first(f.tools for f in root_facts) or _first(f.tools for f in llm_facts) or []
-    known = {t.name for t in tools}
+    if len(placed) < len(exec_calls):
+        for c in exec_calls:
+            if id(c) not in placed:
+                calls.append(((c.start_time_unix_nano or 0, 0), c))
+    calls.sort(key=_call_order)
+    tools: Sequence[ToolRecord] = _first_of(root_facts, "tools") or _first_of(llm_facts, "tools") or []
+    known = {t.name for t in tools} if tools else None
     failures = [f.error_message for f in everything if f.error_message and f.call is None]
-    named = {c.name for _, c in calls}
+    named = {c.name for _, c in calls} if failures else set()
     for message in failures:
         m = _TOOL_NOT_FOUND.search(message)
         if m and m.group(1) not in named:
@@ -653,25 +708,35 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunR
             if c.source == "requested" and c.status == "ok" and c.name not in known and c.kind == "tool":
                 c.status = "error"  # the model asked for a tool the agent does not have
                 c.error_type = "unknown_tool"
-    tool_calls = [c for _, c in calls if opts.include_framework_calls or c.kind != "framework"]
-    tool_calls = tool_calls[: opts.max_calls_per_run]
+    if opts.include_framework_calls:
+        tool_calls = [c for _, c in calls]
+    else:
+        tool_calls = [c for _, c in calls if c.kind != "framework"]
+    if len(tool_calls) > opts.max_calls_per_run:
+        tool_calls = tool_calls[: opts.max_calls_per_run]
 
     # -- run-level facts: the root first, then model spans, then anything inside ----------------
-    user_query = _first(f.user_query for f in root_facts) or _first(f.user_query for f in llm_facts)
-    final_output = _first(f.final_output for f in root_facts) or _first(
-        f.final_output for f in sorted(llm_facts, key=lambda f: -f.end_time_unix_nano)
-    )
-    agent_name = _first(f.agent_name for f in root_facts) or _first(f.agent_name for f in inner) or step_agent(run)
+    user_query = final_output = None
+    if opts.capture_content:  # without content both are dropped below: not looked for
+        user_query = _first_of(root_facts, "user_query") or _first_of(llm_facts, "user_query")
+        final_output = _first_of(root_facts, "final_output") or _first_of(
+            sorted(llm_facts, key=lambda f: -f.end_time_unix_nano), "final_output"
+        )
+    agent_name = _first_of(root_facts, "agent_name") or _first_of(inner, "agent_name") or step_agent(run)
     if agent_name is None:
         # OpenInference names AGENT/CHAIN root spans after the agent / graph and may set no agent.name
         agent_name = _first(f.name for f in root_facts if f.span_id == run.root and "openinference" in f.conventions)
-    conversation_id = _first(f.conversation_id for f in root_facts) or _first(f.conversation_id for f in inner)
+    conversation_id = _first_of(root_facts, "conversation_id") or _first_of(inner, "conversation_id")
     conventions: list[str] = []
+    last: tuple[str, ...] | None = None
     for f in everything:
-        for conv in f.conventions:
+        if f.conventions is last:
+            continue  # facts of one reader share their tuple
+        last = f.conventions
+        for conv in last:
             if conv not in conventions:
                 conventions.append(conv)
-    root_attrs = _first(f.attributes for f in root_facts)
+    root_attrs = _first_of(root_facts, "attributes")
     attributes = dict(root_attrs) if root_attrs else {}
     return RunRecord(
         run.root,

@@ -106,9 +106,9 @@ def read_live_span(
         ctx = span.context
         parent = span.parent
         ids = (
-            format(ctx.trace_id, "032x"),
-            format(ctx.span_id, "016x"),
-            format(parent.span_id, "016x") if parent is not None else None,
+            "%032x" % ctx.trace_id,
+            "%016x" % ctx.span_id,
+            "%016x" % parent.span_id if parent is not None else None,
         )
     f = SpanFacts.new(ids[0], ids[1], ids[2], role, name, start or 0, end or 0)
     f.holder = span
@@ -154,8 +154,9 @@ def read_live_span(
         elif a.get("error.type") is not None:
             f.status = "error"
             f.error_type = str(a["error.type"])
-        if not options.capture_content and not content and f.held_chars() <= options.max_deferred_chars:
-            # names only, nothing to parse: the call is built here (what materialize() builds)
+        if not options.capture_content and not content:
+            # names only, nothing left to parse (settle_content would materialize at once, with no
+            # input content to put off): the call is built here, as materialize() builds it
             if f.status != "error" and reports_error(raw_result):
                 f.status = "error"
                 f.error_type = f.error_type or "tool_error"

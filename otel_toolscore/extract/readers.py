@@ -52,7 +52,7 @@ __all__ = ["classify_start", "may_have_facts", "read_log", "read_span"]
 
 #: ``invoke_workflow`` is not here: ADK and Mastra wrap agents in it; a workflow with tool calls and no
 #: agent inside still bounds a run through the local-root rule of the assembler.
-_AGENT_OPS = frozenset({"invoke_agent"})
+_AGENT_OPS = AGENT_OPS = frozenset({"invoke_agent"})
 _LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion", "responses"})
 _VERCEL_ROOTS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
 _OI_ROLES = {"AGENT": "agent", "TOOL": "tool", "LLM": "llm"}

@@ -125,9 +125,9 @@ def record_from_readable(span: Any) -> SpanRecord:
     scope = span.instrumentation_scope
     resource = span.resource
     return SpanRecord(
-        trace_id=format(ctx.trace_id, "032x") if ctx is not None else "0" * 32,
-        span_id=format(ctx.span_id, "016x") if ctx is not None else "0" * 16,
-        parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
+        trace_id="%032x" % ctx.trace_id if ctx is not None else "0" * 32,
+        span_id="%016x" % ctx.span_id if ctx is not None else "0" * 16,
+        parent_span_id="%016x" % parent.span_id if parent is not None else None,
         name=span.name,
         kind=_KIND_BY_ID.get(id(span.kind)) or span.kind.name,
         attributes=plain_attributes(span),
@@ -153,8 +153,8 @@ def log_view_from_sdk(record: Any) -> LogRecordView:
     scope = getattr(record, "instrumentation_scope", None)
     resource = getattr(record, "resource", None)
     return LogRecordView(
-        trace_id=format(trace_id, "032x") if trace_id else None,
-        span_id=format(span_id, "016x") if span_id else None,
+        trace_id="%032x" % trace_id if trace_id else None,
+        span_id="%016x" % span_id if span_id else None,
         event_name=str(name) if name else None,
         body=inner.body,
         attributes=attrs,

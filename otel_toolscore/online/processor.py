@@ -149,6 +149,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._emit = self.outputs.emit_queue
         self._stopped = False
         self._hold_roots = downstream is not None
+        # The SDK's own processors do nothing in on_start: calling them costs every span a call.
+        self._downstream_starts = downstream is not None and not _quiet_on_start(downstream)
         self._app_counts = _ThreadCounts()  # counted outside the core lock
         self._lost_roots: deque[ReadableSpan] = deque()  # ends of roots the full queue refused
         self._stalled_at: int | None = None
@@ -175,22 +177,25 @@ class ToolScoreSpanProcessor(SpanProcessor):
 
     # -- the application's thread: O(1), no lock, no I/O ----------------------------------------------
     def on_start(self, span: Span, parent_context: otel_context.Context | None = None) -> None:
-        try:
-            q = self._queue
-            if len(q) < self._capacity:
-                parent = span.parent
+        q = self._queue
+        if len(q) < self._capacity:
+            try:
+                try:
+                    parent = span._parent
+                except AttributeError:
+                    parent = span.parent
                 if parent is None or parent.is_remote:
                     q.append((_START, span, self._root_context(parent_context)))
                 else:
                     exp = _CURRENT_EXPECTATION.get()
-                    q.append((_START, span, None if exp is None else StartContext(exp)))
-            else:
-                self._app_counts.add("span_queue_full")
-        except Exception:  # never raise into the application
-            self._app_counts.add("malformed_span")
-        if self._downstream is not None:
+                    q.append((_START, span, None) if exp is None else (_START, span, StartContext(exp)))
+            except Exception:  # never raise into the application
+                self._app_counts.add("malformed_span")
+        else:
+            self._app_counts.add("span_queue_full")
+        if self._downstream_starts:
             try:
-                self._downstream.on_start(span, parent_context=parent_context)
+                self._downstream.on_start(span, parent_context)  # type: ignore[union-attr]
             except Exception:
                 self._app_counts.add("downstream_error")
 
@@ -209,10 +214,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
                     hold = may_root_a_run(span)
                 except Exception:  # odd attribute values: read (and counted) by the worker
                     hold = False
-            q.append((_HOLD, span) if hold else (_END, span))
             if hold:
+                q.append((_HOLD, span))
                 self._worker.nudge()  # a run may have ended: score it soon, even after a quiet period
                 return  # the worker hands it on, with the score when there is one
+            q.append((_END, span))
         else:
             self._app_counts.add("span_queue_full")
             try:
@@ -425,6 +431,14 @@ class ToolScoreSpanProcessor(SpanProcessor):
     @property
     def downstream(self) -> SpanProcessor | None:
         return self._downstream
+
+
+def _quiet_on_start(processor: SpanProcessor) -> bool:
+    """Whether ``processor.on_start`` is one of the SDK's empty ones (nothing to call)."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    method = getattr(type(processor), "on_start", None)
+    return method in (SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start)
 
 
 def _call_within(deadline: float, fn: Any, *args: Any) -> bool:

@@ -309,8 +309,8 @@ def score_record(
             if isinstance(v, (str, int, float, bool)) and not k.startswith("gen_ai.evaluation."):
                 metadata.setdefault(k, v)
     return ScoreRecord(
-        trace_id=format(ref.trace_id, "032x"),
-        span_id=format(ref.span_id, "016x"),
+        trace_id="%032x" % ref.trace_id,
+        span_id="%016x" % ref.span_id,
         name=name,
         annotator_kind=n.ANNOTATOR_KIND_LLM if name == n.EVAL_LLM else n.ANNOTATOR_KIND_CODE,
         score=float(score),
