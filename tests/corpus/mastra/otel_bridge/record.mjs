@@ -23,6 +23,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { startReceiver } from '../receiver.mjs';
+import { TEMPS, forecastWorkflow, scriptedModel, weatherTool } from '../recording_parts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const versionOf = (pkg) => JSON.parse(readFileSync(join(here, 'node_modules', pkg, 'package.json'), 'utf8')).version;
@@ -34,17 +35,10 @@ const VERSIONS = Object.fromEntries(
 );
 
 // ---- tools and the workflow -------------------------------------------------------------------------
-const TEMPS = { Paris: 18, London: 14, Tokyo: 22 };
-const getWeather = createTool({
-  id: 'getWeather',
-  description: 'Current weather for a city',
-  inputSchema: z.object({ city: z.string() }),
-  outputSchema: z.object({ city: z.string(), tempC: z.number(), sky: z.string() }),
-  execute: async ({ city }) => ({ city, tempC: TEMPS[city] ?? 20, sky: 'clear' }),
-});
+const getWeather = weatherTool({ createTool, z });
 
-// The workflow Mastra's own templates build: a function step that fetches, a function step that
-// formats (no tool used as a step). The agent sees it as the tool "workflow-weatherWorkflow".
+// The workflow as Mastra's own templates build it: two function steps (no tool used as a step). The agent
+// sees it as the tool "workflow-weatherWorkflow".
 function weatherWorkflow() {
   const fetchWeather = createStep({
     id: 'fetch-weather',
@@ -53,45 +47,7 @@ function weatherWorkflow() {
     outputSchema: z.object({ city: z.string(), tempC: z.number(), sky: z.string() }),
     execute: async ({ inputData }) => ({ city: inputData.city, tempC: TEMPS[inputData.city] ?? 20, sky: 'clear' }),
   });
-  const format = createStep({
-    id: 'format-forecast',
-    inputSchema: z.object({ city: z.string(), tempC: z.number(), sky: z.string() }),
-    outputSchema: z.object({ summary: z.string() }),
-    execute: async ({ inputData }) => ({ summary: `${inputData.city}: ${inputData.tempC}°C, ${inputData.sky}` }),
-  });
-  return createWorkflow({
-    id: 'weather-workflow',
-    description: 'Fetches and formats the forecast for a city',
-    inputSchema: z.object({ city: z.string() }),
-    outputSchema: z.object({ summary: z.string() }),
-  })
-    .then(fetchWeather)
-    .then(format)
-    .commit();
-}
-
-// ---- scripted model ---------------------------------------------------------------------------------
-const USAGE = {
-  inputTokens: { total: 40, noCache: 40, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 12, text: 12, reasoning: 0 },
-};
-
-function scriptedModel(label, steps) {
-  let i = 0;
-  return new MockLanguageModelV4({
-    provider: 'mock-provider',
-    modelId: 'mock-model-1',
-    doGenerate: async () => {
-      if (i >= steps.length) throw new Error(`${label}: model called more often than scripted`);
-      const step = steps[i++];
-      const base = { usage: USAGE, warnings: [], response: { id: `resp-${label}-${i - 1}`, modelId: 'mock-model-1', timestamp: new Date(0) } };
-      if (typeof step === 'string') {
-        return { ...base, content: [{ type: 'text', text: step }], finishReason: { unified: 'stop', raw: 'stop' } };
-      }
-      const content = step.map((c) => ({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: JSON.stringify(c.args) }));
-      return { ...base, content, finishReason: { unified: 'tool-calls', raw: 'tool_calls' } };
-    },
-  });
+  return forecastWorkflow({ createStep, createWorkflow, z }, { id: 'weather-workflow', first: fetchWeather, formatId: 'format-forecast' });
 }
 
 // ---- scenarios --------------------------------------------------------------------------------------
@@ -159,7 +115,7 @@ for (const scenario of SCENARIOS.filter((s) => !wanted.length || wanted.includes
     id: spec.name,
     name: spec.name,
     instructions: spec.instructions ?? 'You are a weather assistant. Use the tools.',
-    model: scriptedModel(scenario.name, spec.steps),
+    model: scriptedModel(MockLanguageModelV4, scenario.name, spec.steps),
     tools: spec.tools,
     ...(spec.workflows ? { workflows: spec.workflows } : {}),
   });
