@@ -452,7 +452,9 @@ def _mastra(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str
     elif stype == "workflow_step" and not f.role:
         # A step of a workflow (a tool used as a step has no execute_tool span: this is its only
         # trace). The assembler keeps it as a call only inside a workflow that an agent ran as a tool.
-        name = _str(a.get("mastra.workflow_step.step_id")) or rec.name.removeprefix("workflow_step ").strip()
+        # Only the step id names the step: @mastra/otel-bridge names every step span after the
+        # workflow and records no step id, and such a step is no call (tests/corpus/mastra/README.md).
+        name = _str(a.get("mastra.workflow_step.step_id"))
         if name:
             f.role = "tool"
             f.tool_name = name
