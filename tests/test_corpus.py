@@ -67,6 +67,11 @@ TRUTH_NOT_IN_TRACE: list[tuple[str, int | None, str, Any, str]] = [
      [{"name": "get_weather", "arguments": {"city": "Paris"}, "status": "ok", "kind": "tool"}],
      "without LLM spans the coworker's call id call_d2 appears nowhere: its work has no AGENT span whose "
      "output.value would carry its messages (crewai/README.md)"),
+    ("langgraph/*_nocontent/parallel_request_order*.truth.json", 0, "tool_calls",
+     [{"name": "get_weather", "status": "ok", "kind": "tool"}, {"name": "get_calendar", "status": "ok", "kind": "tool"},
+      {"name": "get_weather", "status": "ok", "kind": "tool"}],
+     "with content off neither the model's output nor any tool-call id is recorded, so the request order is "
+     "nowhere in the trace: the calls are in the tool spans' start order (langgraph/README.md)"),
     ("mastra/workflow_tool.truth.json", 0, "tool_calls",
      [{"name": "workflow-forecastWorkflow", "call_id": "call_1", "status": "ok", "kind": "framework"},
       {"name": "getWeather", "arguments": {"city": "Paris"}, "status": "ok", "kind": "tool"},

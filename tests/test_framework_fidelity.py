@@ -256,6 +256,25 @@ def test_mastra_tool_steps_of_a_workflow_run_as_a_tool_are_calls(sp: Spans) -> N
     assert run.tool_calls[1].arguments == {"city": "Paris"}
 
 
+def test_mastra_step_that_names_no_step_is_no_call(sp: Spans) -> None:
+    """@mastra/otel-bridge names every step span after the workflow and records no step id
+    (tests/corpus/mastra/README.md): such a step is no call; the workflow tool is the agent's call."""
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner", "mastra.span.type": "agent_run"}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "workflow-weatherWorkflow",
+            "gen_ai.tool.call.id": "call_1", "mastra.span.type": "tool_call"}
+    step = {"gen_ai.operation.name": "workflow_step", "mastra.span.type": "workflow_step",
+            "mastra.workflow_step.input": json.dumps({"city": "Paris"})}
+    with sp.span(MASTRA, "invoke_agent planner", agent):
+        with sp.span(MASTRA, "execute_tool workflow-weatherWorkflow", tool):
+            with sp.span(MASTRA, "invoke_workflow weather-workflow", {"gen_ai.operation.name": "invoke_workflow",
+                                                                      "mastra.span.type": "workflow_run"}):
+                for _ in range(2):
+                    with sp.span(MASTRA, "workflow_step weather-workflow", step):
+                        pass
+    [run] = extract_runs(sp.finished())
+    assert [(c.name, c.kind, c.call_id) for c in run.tool_calls] == [("workflow-weatherWorkflow", "tool", "call_1")]
+
+
 def test_mastra_workflow_on_its_own_is_no_agent_run(sp: Spans) -> None:
     _mastra_workflow(sp)
     assert extract_runs(sp.finished()) == []

@@ -1,7 +1,9 @@
 """Real instrumented frameworks' traces (the recorded corpus) replayed live through the span processor.
 
 The live path (per-span facts buffered as spans end, runs assembled at each root's end) must find the
-same runs and the same tool calls as offline extraction of the same trace, for every corpus file.
+same runs and the same tool calls as offline extraction of the same trace, for every corpus file: the
+calls' names, kinds, ids and status, and the span each call was paired with (names-only too: ids are
+not content, so a parallel call is paired with the span that ran it either way).
 Offline is fed one trace at a time: a hand-written tool loop with no enclosing span leaves one trace
 per model call, which offline extraction of a whole file stitches into one run; a live process sees
 each trace end on its own and scores it alone (README, "Limits").
@@ -68,7 +70,7 @@ def _replay(by_trace: dict[int, list[Any]], log_views: list[Any], capture_conten
 
 
 def _calls(run: Any) -> list[tuple[str, str]]:
-    return [(c.name, c.kind) for c in run.tool_calls]
+    return [(c.name, c.kind, c.call_id, c.status, c.span_id) for c in run.tool_calls]
 
 
 @pytest.mark.parametrize("traces", FILES, ids=[str(p.relative_to(CORPUS)) for p in FILES])

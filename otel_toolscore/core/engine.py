@@ -25,6 +25,7 @@ from typing import Any
 from ..config import Settings
 from ..extract import ExtractOptions, SpanFacts, read_log
 from ..extract.assemble import assemble_records
+from ..extract.frameworks import traces_every_tool_call
 from ..online.expectations import Expectation, expectation_from_attributes, resolve
 from ..run_records import RunRecord
 from ..scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
@@ -501,7 +502,9 @@ class Core:
         added: dict[str, Any] | None = None
         if expectation is None:
             outcome = "no_expectation"
-        elif not run.tool_calls and not _saw_model_output(state.facts):
+        elif not run.tool_calls and not _saw_model_output(state.facts) and not (
+            traces_every_tool_call(run.conventions) and any(f.role == "llm" for f in state.facts)
+        ):  # a framework that traces every tool it runs: model spans and no tool span = no call
             outcome = "no_tool_calls_visible"
         else:
             try:

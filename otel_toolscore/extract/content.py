@@ -34,6 +34,7 @@ __all__ = [
     "has_openinference_inputs",
     "io_value_input",
     "io_value_output",
+    "langchain_tool_message_id",
     "langgraph_tool_context",
     "log_event_body",
     "mastra_agent_output",
@@ -606,9 +607,34 @@ def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOption
 
 def langgraph_tool_context(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """LangGraph's ``tools`` task input ``{"__type": "tool_call_with_context", "tool_call": {name, args,
-    id}}``: the call its child tool span executes (OpenInference tool spans carry no call id)."""
+    id}}`` (OpenLLMetry wraps it in ``{"inputs": …}``): the call its child tool span executes (neither
+    instrumentation's tool spans carry a call id attribute)."""
     data = maybe_json(value)
+    if isinstance(data, Mapping) and isinstance(data.get("inputs"), Mapping):
+        data = data["inputs"]
     call = data.get("tool_call") if isinstance(data, Mapping) else None
     if isinstance(call, Mapping) and call.get("name"):
         args = call.get("args") if opts.capture_content else None
         facts.context_call = RawCall(str(call["name"]), clean_id(call.get("id")), args)
+
+
+def langchain_tool_message_id(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """A LangChain tool span's result, the ``ToolMessage`` the tool returned, names the call it answers
+    (``tool_call_id``): serialized by OpenLLMetry (``{"output": {"lc": 1, "id": [..., "ToolMessage"],
+    "kwargs": {…, "tool_call_id"}}}``) or by OpenInference (``{"type": "tool", "data": {…, "tool_call_id"}}``).
+    An id, not content: read with content capture off too (``tests/corpus/langgraph/README.md``)."""
+    if facts.call_id is not None:
+        return
+    data = maybe_json(value)
+    if isinstance(data, Mapping) and isinstance(data.get("output"), Mapping):
+        data = data["output"]
+    if not isinstance(data, Mapping):
+        return
+    if data.get("lc") == 1 and isinstance(data.get("id"), list) and data["id"][-1:] == ["ToolMessage"]:
+        fields = data.get("kwargs")
+    elif data.get("type") == "tool":
+        fields = data.get("data")
+    else:
+        return
+    if isinstance(fields, Mapping):
+        facts.call_id = clean_id(fields.get("tool_call_id"))

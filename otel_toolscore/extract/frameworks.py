@@ -1,4 +1,5 @@
-"""Deferred parsers for framework-specific keys: smolagents, LlamaIndex and CrewAI under OpenInference.
+"""Deferred parsers for framework-specific keys: smolagents, LlamaIndex and CrewAI under OpenInference,
+and what each framework's instrumentation always records (:func:`traces_every_tool_call`).
 
 Same contract as :mod:`.content` (``(facts, value, options) -> None``, fill only what is empty, never
 raise). Each one reads a fact the framework's README in ``tests/corpus/<framework>/`` locates; the
@@ -12,7 +13,7 @@ import ast
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
@@ -31,7 +32,25 @@ __all__ = [
     "crewai_tool_name",
     "llamaindex_step_agent",
     "smolagents_agent",
+    "traces_every_tool_call",
 ]
+
+#: Framework tags (:mod:`.readers` ``_SCOPE_TAGS`` and the AI SDK's own keys) whose instrumentation
+#: records a tool span for every tool the agent runs, whatever its content setting, as every recording
+#: in ``tests/corpus`` shows (docs/frameworks.md, "always a tool span"). A run of theirs with model
+#: spans and no tool span called no tool. Left out: the bare conventions (``genai``, ``openinference``,
+#: ``openllmetry``: a hand-written loop over an instrumented client runs its tools unseen, and the AI
+#: SDK's ``@ai-sdk/otel`` spans carry no framework tag) and smolagents (a managed agent's call has no
+#: tool span).
+_EVERY_TOOL_TRACED = frozenset(
+    {"pydantic-ai", "adk", "strands", "openai-agents", "langchain", "llamaindex", "crewai", "vercel-ai", "mastra"}
+)
+
+
+def traces_every_tool_call(conventions: Iterable[str]) -> bool:
+    """Whether a run read under ``conventions`` (``AgentRun.conventions``) would show a tool span for
+    every tool its agent ran: then no tool span means no call, content capture on or off."""
+    return "smolagents" not in conventions and not _EVERY_TOOL_TRACED.isdisjoint(conventions)
 
 #: A Python string literal as ``repr()`` writes it (single or double quotes, backslash escapes).
 _PY_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.DOTALL)

@@ -18,6 +18,7 @@ from .content import (
     genai_output_messages,
     io_value_input,
     io_value_output,
+    langchain_tool_message_id,
     langgraph_tool_context,
     log_event_body,
     mastra_agent_output,
@@ -196,6 +197,8 @@ def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]
         f.raw_result = a.get("gen_ai.tool.call.result")
         if "gen_ai.agent.handoff.target.name" in a:
             f.framework = True
+        if f.call_id is None and f.raw_result is not None and _scope_tag(rec.scope_name or "") == "langchain":
+            f.defer(langchain_tool_message_id, f.raw_result)  # OpenLLMetry: the id is in the ToolMessage
     for key, parser in GENAI_CONTENT:
         value = a.get(key)
         if value is not None:
@@ -269,6 +272,8 @@ def _oi_tool(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, framework: str
         f.raw_arguments = a.get("input.value")
     if f.raw_result is None:
         f.raw_result = a.get("output.value")
+    if framework == "langchain" and f.call_id is None and f.raw_result is not None:
+        f.defer(langchain_tool_message_id, f.raw_result)  # the ToolMessage names the call it answers
     if framework in ("smolagents", "llamaindex") and f.raw_arguments is not None:
         # Tool.__call__ / FunctionTool.acall record their bound arguments {"args", "kwargs", ...}
         f.defer(call_wrapper_arguments, (f.raw_arguments, a.get("tool.parameters")))
@@ -307,6 +312,9 @@ def _traceloop(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[
         entity = _str(a.get("traceloop.entity.name"))
         if kind == "task":
             f.entity_name = entity
+            value = a.get("traceloop.entity.input")
+            if isinstance(value, str) and '"tool_call_with_context"' in value[:200]:
+                f.defer(langgraph_tool_context, value)  # a LangGraph ``tools`` task (Send): the call it runs
         elif kind == "workflow":
             f.workflow = True
         if role == "agent":
@@ -444,7 +452,9 @@ def _mastra(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str
     elif stype == "workflow_step" and not f.role:
         # A step of a workflow (a tool used as a step has no execute_tool span: this is its only
         # trace). The assembler keeps it as a call only inside a workflow that an agent ran as a tool.
-        name = _str(a.get("mastra.workflow_step.step_id")) or rec.name.removeprefix("workflow_step ").strip()
+        # Only the step id names the step: @mastra/otel-bridge names every step span after the
+        # workflow and records no step id, and such a step is no call (tests/corpus/mastra/README.md).
+        name = _str(a.get("mastra.workflow_step.step_id"))
         if name:
             f.role = "tool"
             f.tool_name = name

@@ -15,7 +15,8 @@ import importlib.metadata as md
 import json
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,8 @@ REC = Recorder(service_name="corpus-langgraph")
 instrument(WHICH, REC)
 
 from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 from langchain_core.utils.function_calling import convert_to_openai_tool  # noqa: E402
 from langgraph.prebuilt import ToolNode, create_react_agent  # noqa: E402
@@ -90,17 +91,70 @@ class ScriptedChatModel(BaseChatModel):
         msg.usage_metadata = {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30}
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
+    def _stream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
+        """The streamed form of the next scripted message, cut as an OpenAI-style stream is: text in
+        pieces, then per call a chunk with its index, id and name, then its arguments in fragments."""
+        msg = SCRIPT.pop(0)
+        text = str(msg.content)
+        pieces: list[AIMessageChunk] = [AIMessageChunk(content=text[i : i + 8]) for i in range(0, len(text), 8)]
+        for index, tc in enumerate(msg.tool_calls):
+            args = json.dumps(tc["args"])
+            pieces.append(AIMessageChunk(content="", tool_call_chunks=[
+                {"index": index, "id": tc["id"], "name": tc["name"], "args": "", "type": "tool_call_chunk"}]))
+            pieces.extend(
+                AIMessageChunk(content="", tool_call_chunks=[
+                    {"index": index, "id": None, "name": None, "args": args[i : i + 6], "type": "tool_call_chunk"}])
+                for i in range(0, len(args), 6)
+            )
+        pieces.append(AIMessageChunk(content="", usage_metadata={"input_tokens": 20, "output_tokens": 10, "total_tokens": 30},
+                                     chunk_position="last"))
+        for piece in pieces:
+            chunk = ChatGenerationChunk(message=piece)
+            if run_manager is not None:
+                run_manager.on_llm_new_token(str(piece.content), chunk=chunk)
+            yield chunk
+
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
 
 WEATHER = {"Paris": "18C, cloudy", "Tokyo": "25C, sunny"}
+#: ``parallel_request_order``: a tool sets its event once running (inside its tool span), and
+#: ``staggered_starts`` holds a requested call until the event it waits for is set.
+STARTED: dict[str, threading.Event] = {}
+WAITS_FOR: dict[str, str] = {}
+
+
+def _started(key: str) -> None:
+    if key in STARTED:
+        STARTED[key].set()
 
 
 @tool
 def get_weather(city: str) -> str:
     """Return the current weather for a city."""
+    _started(f"get_weather {city}")
     return WEATHER[city]
+
+
+@tool
+def get_calendar(day: str) -> str:
+    """Return the user's appointments on a day."""
+    _started(f"get_calendar {day}")
+    return f"{day}: 09:00 stand-up, 14:00 dentist"
+
+
+def staggered_starts(request: Any, handler: Any) -> Any:
+    """ToolNode ``wrap_tool_call``: runs a call's tool only once the tool it waits for has started, so
+    the tool spans start in an order other than the model's (as threads may run parallel calls)."""
+    call = request.tool_call
+    first = next(iter(call["args"].values()), "")
+    waits_for = WAITS_FOR.get(f"{call['name']} {first}")
+    if waits_for is not None and not STARTED[waits_for].wait(10):
+        raise RuntimeError(f"{waits_for} never started")
+    return handler(request)
 
 
 @tool
@@ -147,6 +201,22 @@ def go(graph: Any, query: str, script: list[AIMessage], **config: Any) -> str:
     out = graph.invoke({"messages": [("user", query)]}, config=config or None)
     assert not SCRIPT, "script not consumed"
     return str(out["messages"][-1].content)
+
+
+def go_streaming(graph: Any, query: str, script: list[AIMessage]) -> str:
+    """``graph.stream`` with ``stream_mode="messages"``: the model streams (``ScriptedChatModel._stream``)
+    token by token to the caller, as a chat UI runs an agent."""
+    SCRIPT[:] = script
+    last: dict[str, Any] = {}
+    tokens = 0
+    for mode, item in graph.stream({"messages": [("user", query)]}, stream_mode=["messages", "values"]):
+        if mode == "values":
+            last = item
+        else:
+            tokens += 1
+    assert not SCRIPT, "script not consumed"
+    assert tokens > len(script), "the model did not stream"
+    return str(last["messages"][-1].content)
 
 
 def single_tool() -> tuple[list[dict[str, Any]], str]:
@@ -199,6 +269,38 @@ def parallel() -> tuple[list[dict[str, Any]], str]:
         "Both calls come from one AIMessage; create_react_agent v2 runs each in its own `tools` task "
         "(Send), concurrently. Order here is the requested order."
     )
+
+
+def _request_order(streaming: bool) -> tuple[list[dict[str, Any]], str]:
+    q = "What is the weather in Paris and Tokyo, and what is on my calendar on Monday?"
+    final = "Paris 18C cloudy, Tokyo 25C sunny; Monday: stand-up at 09:00, dentist at 14:00."
+    STARTED.clear()
+    STARTED.update({k: threading.Event() for k in ("get_weather Paris", "get_calendar Monday", "get_weather Tokyo")})
+    WAITS_FOR.clear()
+    WAITS_FOR.update({"get_calendar Monday": "get_weather Tokyo", "get_weather Paris": "get_calendar Monday"})
+    graph = agent("assistant_agent", ToolNode([get_weather, get_calendar], wrap_tool_call=staggered_starts))
+    request = ask(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"}), ("get_calendar", {"day": "Monday"}))
+    assert (go_streaming if streaming else go)(graph, q, [request, say(final)]) == final
+    assert all(e.is_set() for e in STARTED.values())
+    calls = [{**call(tc["name"], tc["args"]), "call_id": tc["id"]} for tc in request.tool_calls]
+    return [run("assistant_agent", q, final, ["get_weather", "get_calendar"], calls)], (
+        "Three calls in one AIMessage, in the model's order get_weather(Paris), get_weather(Tokyo), "
+        "get_calendar(Monday). Each runs in its own `tools` task (Send); ToolNode's wrap_tool_call holds "
+        "get_calendar until get_weather(Tokyo) runs and get_weather(Paris) until get_calendar runs, so the "
+        "tool spans START in the order get_weather(Tokyo), get_calendar, get_weather(Paris) (the `tools` task "
+        "spans still start in request order). The truth is the model's order, with the model's call ids."
+        + (" The graph runs through graph.stream(stream_mode=['messages', 'values']), so the model "
+           "streams its reply (text pieces, then tool_call_chunks: id and name, then argument fragments)."
+           if streaming else "")
+    )
+
+
+def parallel_request_order() -> tuple[list[dict[str, Any]], str]:
+    return _request_order(streaming=False)
+
+
+def parallel_request_order_streaming() -> tuple[list[dict[str, Any]], str]:
+    return _request_order(streaming=True)
 
 
 def tool_error() -> tuple[list[dict[str, Any]], str]:
@@ -421,6 +523,8 @@ SCENARIOS = [
     lc_create_agent,
     unknown_tool,
     two_turns,
+    parallel_request_order,
+    parallel_request_order_streaming,
 ]
 
 

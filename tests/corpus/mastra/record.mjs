@@ -18,6 +18,7 @@ import { OtelExporter } from '@mastra/otel-exporter';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { startReceiver } from './receiver.mjs';
+import { forecastWorkflow, scriptedModel, weatherTool } from './recording_parts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const versionOf = (pkg) => JSON.parse(readFileSync(join(here, 'node_modules', pkg, 'package.json'), 'utf8')).version;
@@ -28,18 +29,7 @@ const VERSIONS = Object.fromEntries(
 );
 
 // ---- tools ------------------------------------------------------------------------------------------
-const TEMPS = { Paris: 18, London: 14, Tokyo: 22 };
-const getWeather = createTool({
-  id: 'getWeather',
-  description: 'Current weather for a city',
-  inputSchema: z.object({ city: z.string() }),
-  // An output schema lets the workflow scenario use this tool as a step.
-  outputSchema: z.object({ city: z.string(), tempC: z.number(), sky: z.string() }),
-  execute: async ({ city }) => {
-    if (city === 'Atlantis') throw new Error(`weather service has no station in ${city}`);
-    return { city, tempC: TEMPS[city] ?? 20, sky: 'clear' };
-  },
-});
+const getWeather = weatherTool({ createTool, z });
 const getAccountBalance = createTool({
   id: 'getAccountBalance',
   description: 'Balance of a customer account',
@@ -54,73 +44,8 @@ const convertTemperature = createTool({
 });
 
 // A two-step workflow: step 1 is the getWeather TOOL used as a workflow step, step 2 formats the result.
-function forecastWorkflow() {
-  const format = createStep({
-    id: 'formatForecast',
-    inputSchema: z.object({ city: z.string(), tempC: z.number(), sky: z.string() }),
-    outputSchema: z.object({ summary: z.string() }),
-    execute: async ({ inputData }) => ({ summary: `${inputData.city}: ${inputData.tempC}°C, ${inputData.sky}` }),
-  });
-  return createWorkflow({
-    id: 'forecastWorkflow',
-    description: 'Fetches and formats the forecast for a city',
-    inputSchema: z.object({ city: z.string() }),
-    outputSchema: z.object({ summary: z.string() }),
-  })
-    .then(createStep(getWeather))
-    .then(format)
-    .commit();
-}
-
-// ---- scripted model ---------------------------------------------------------------------------------
-const USAGE = {
-  inputTokens: { total: 40, noCache: 40, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 12, text: 12, reasoning: 0 },
-};
-
-/** A mock model that answers call i with steps[i]: a list of tool calls or the final text. */
-function scriptedModel(label, steps) {
-  let i = 0;
-  const next = () => {
-    if (i >= steps.length) throw new Error(`${label}: model called more often than scripted`);
-    return steps[i++];
-  };
-  const meta = () => ({ id: `resp-${label}-${i - 1}`, modelId: 'mock-model-1', timestamp: new Date(0) });
-  const toolParts = (step) =>
-    step.map((c) => ({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: JSON.stringify(c.args) }));
-  return new MockLanguageModelV4({
-    provider: 'mock-provider',
-    modelId: 'mock-model-1',
-    // Agent.generate() drives doGenerate; doStream is there for the streaming paths.
-    doGenerate: async () => {
-      const step = next();
-      const base = { usage: USAGE, warnings: [], response: meta() };
-      if (typeof step === 'string') {
-        return { ...base, content: [{ type: 'text', text: step }], finishReason: { unified: 'stop', raw: 'stop' } };
-      }
-      return { ...base, content: toolParts(step), finishReason: { unified: 'tool-calls', raw: 'tool_calls' } };
-    },
-    doStream: async () => {
-      const step = next();
-      const parts = [{ type: 'stream-start', warnings: [] }, { type: 'response-metadata', ...meta() }];
-      if (typeof step === 'string') {
-        parts.push({ type: 'text-start', id: 't0' }, { type: 'text-delta', id: 't0', delta: step }, { type: 'text-end', id: 't0' });
-        parts.push({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: USAGE });
-      } else {
-        parts.push(...toolParts(step));
-        parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: USAGE });
-      }
-      return {
-        stream: new ReadableStream({
-          start(c) {
-            for (const p of parts) c.enqueue(p);
-            c.close();
-          },
-        }),
-      };
-    },
-  });
-}
+const forecast = () =>
+  forecastWorkflow({ createStep, createWorkflow, z }, { id: 'forecastWorkflow', first: createStep(getWeather), formatId: 'formatForecast' });
 
 // ---- scenarios --------------------------------------------------------------------------------------
 // Each agent spec: name, tools, script (model steps). A call: {id, name, args, status?, kind?, inner?};
@@ -299,10 +224,10 @@ function buildAgent(spec, label, subAgents = {}) {
     name: spec.name,
     description: spec.description,
     instructions: spec.instructions ?? WEATHER_INSTRUCTIONS,
-    model: scriptedModel(label, spec.steps),
+    model: scriptedModel(MockLanguageModelV4, label, spec.steps),
     tools: spec.tools,
     ...(Object.keys(subAgents).length ? { agents: subAgents } : {}),
-    ...(spec.workflows ? { workflows: { forecastWorkflow: forecastWorkflow() } } : {}),
+    ...(spec.workflows ? { workflows: { forecastWorkflow: forecast() } } : {}),
   });
 }
 

@@ -2,7 +2,7 @@
 
 Run from the repository root inside the venv described in README.md::
 
-    python tests/corpus/pydantic_ai/generate.py
+    python tests/corpus/pydantic_ai/generate.py [mode ...]     (all modes by default, e.g. ``v6_nocontent``)
 
 Every scenario runs once per instrumentation mode and is written to ``<mode>_<scenario>`` in this
 folder, with a ``.truth.json`` built from what this script asked the model to do (never from the
@@ -42,6 +42,7 @@ MODES: list[tuple[str, int, bool, str]] = [
     ("v2", 2, True, "pydantic-ai instrumentation v2"),
     ("v2_nocontent", 2, False, "pydantic-ai instrumentation v2, include_content=False"),
     ("v6", 6, True, "pydantic-ai instrumentation v6 (opt-in: tool results in role=tool messages)"),
+    ("v6_nocontent", 6, False, "pydantic-ai instrumentation v6 (opt-in), include_content=False"),
 ]
 
 WEATHER = {"Paris": "sunny, 21 C", "London": "rain, 14 C", "Tokyo": "cloudy, 18 C"}
@@ -351,8 +352,13 @@ def truth(s: Scenario, label: str, content: bool) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(only: list[str]) -> None:
+    unknown = set(only) - {m[0] for m in MODES}
+    if unknown:
+        raise SystemExit(f"unknown mode(s): {sorted(unknown)}")
     for prefix, ver, content, label in MODES:
+        if only and prefix not in only:
+            continue
         Agent.instrument_all(InstrumentationSettings(
             version=ver,  # type: ignore[arg-type]
             include_content=content, tracer_provider=rec.tracer_provider))
@@ -366,4 +372,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
