@@ -47,11 +47,11 @@ OPTIONS = (ExtractOptions(capture_content=True), ExtractOptions(capture_content=
 
 # -- the single-run lane against the general rules ---------------------------------------------------
 class _Checked:
-    """Wraps ``single_run``: every time it answers, the general rules are run on a copy of the same
-    facts and must give the same runs."""
+    """Wraps a lane (``single_run``, ``lean_run``): every time it answers, the general rules are run on
+    a copy of the same facts and must give the same runs."""
 
-    def __init__(self) -> None:
-        self.original = assemble.single_run
+    def __init__(self, lane: str = "single_run") -> None:
+        self.original = getattr(assemble, lane)
         self.taken = 0
         self.declined = 0
         self.mismatches: list[Any] = []
@@ -64,6 +64,11 @@ class _Checked:
             self.declined += 1
             return self.original(facts, parents, stops, opts)
         self.taken += 1
+        for f in general_facts:  # what assemble_records does before the general rules
+            f.materialize(opts)
+        if assemble.needs_inputs(general_facts):
+            for f in general_facts:
+                f.materialize_inputs(opts)
         general = assemble._assemble(general_facts, parents, stops, opts)
         if _dump(fast) != _dump(general):
             # recorded, not raised: the live core catches what the assembler raises
@@ -81,6 +86,36 @@ def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Checked]:
     monkeypatch.setattr(assemble, "single_run", wrapper)
     yield wrapper
     assert not wrapper.mismatches, wrapper.mismatches[0]
+
+
+@pytest.fixture
+def lean(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Checked]:
+    wrapper = _Checked("lean_run")
+    monkeypatch.setattr(assemble, "lean_run", wrapper)
+    yield wrapper
+    assert not wrapper.mismatches, wrapper.mismatches[0]
+
+
+def test_lean_run_equals_the_general_rules_on_every_corpus_file(lean: _Checked) -> None:
+    for path in FILES:
+        extract_runs(path, options=OPTIONS[1])  # the lane reads names only
+    assert lean.taken >= 10 and lean.declined >= 100, (lean.taken, lean.declined)
+
+
+def test_lean_run_equals_the_general_rules_live(lean: _Checked) -> None:
+    from tests.test_processor_corpus import _load, _replay
+
+    for path in FILES:
+        logs = path.with_name(path.name.replace(".traces.", ".logs."))
+        by_trace, views = _load(path, logs if logs.exists() else None)
+        _replay(by_trace, views, capture_content=False)
+    assert lean.taken >= 10, (lean.taken, lean.declined)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lean_run_equals_the_general_rules_on_random_trees(lean: _Checked, seed: int) -> None:
+    _assemble_random_trees(seed)
+    assert lean.taken >= 10 and lean.declined >= 100, (lean.taken, lean.declined)
 
 
 @pytest.mark.parametrize("opts", OPTIONS, ids=["content", "names-only"])
@@ -163,6 +198,11 @@ def _random_trace(rng: random.Random, provider: TracerProvider) -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_single_run_equals_the_general_rules_on_random_trees(checked: _Checked, seed: int) -> None:
+    _assemble_random_trees(seed)
+    assert checked.taken >= 20 and checked.declined >= 20, (checked.taken, checked.declined)
+
+
+def _assemble_random_trees(seed: int) -> None:
     rng = random.Random(seed)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -181,7 +221,6 @@ def test_single_run_equals_the_general_rules_on_random_trees(checked: _Checked, 
             parents = {r.span_id: r.parent_span_id for r in records}
             stops = {r.span_id for r, s in zip(records, group) if s.parent is None or s.parent.is_remote}
             assemble.assemble_runs(facts, parents, local_roots=stops, options=opts)
-    assert checked.taken >= 20 and checked.declined >= 20, (checked.taken, checked.declined)
 
 
 # -- the table-driven reader against the readers ---------------------------------------------------

@@ -60,6 +60,10 @@ class SdkSpans:
             parent = span.parent
         if ctx is None:
             return None
+        if _CONTEXT_IS_TUPLE:  # (trace id, span id, is remote, …): no property call per field
+            if parent is None:
+                return ctx[0], "%016x" % ctx[1], None, True
+            return ctx[0], "%016x" % ctx[1], "%016x" % parent[1], parent[2]
         if parent is None:
             return ctx.trace_id, "%016x" % ctx.span_id, None, True
         return ctx.trace_id, "%016x" % ctx.span_id, "%016x" % parent.span_id, parent.is_remote
@@ -104,6 +108,19 @@ class SdkSpans:
         return classify_start(span.name, attrs) == "agent"
 
 
+def _context_is_tuple() -> bool:
+    """Whether the API's ``SpanContext`` is the tuple ``(trace_id, span_id, is_remote, …)`` it has
+    always been (checked once: reading its fields by index skips a property call each)."""
+    from opentelemetry.trace import SpanContext
+
+    probe = SpanContext(7, 9, True)
+    try:
+        return isinstance(probe, tuple) and probe[0] == 7 and probe[1] == 9 and probe[2] is True
+    except Exception:  # pragma: no cover - a future API
+        return False
+
+
+_CONTEXT_IS_TUPLE = _context_is_tuple()
 SDK_SPANS = SdkSpans()
 
 

@@ -64,7 +64,7 @@ from .values import RawCall
 if TYPE_CHECKING:
     from ..model import AgentRun
 
-__all__ = ["assemble_records", "assemble_runs", "single_run"]
+__all__ = ["assemble_records", "assemble_runs", "lean_run", "single_run"]
 
 
 def assemble_runs(
@@ -94,6 +94,9 @@ def assemble_records(
     facts = facts if isinstance(facts, (list, tuple)) else list(facts)
     stops = local_roots if isinstance(local_roots, (set, frozenset)) else set(local_roots)
     opts = options or DEFAULT_OPTIONS
+    lean = lean_run(facts, parents, stops, opts)
+    if lean is not None:
+        return lean
     for f in facts:
         f.materialize(opts)
     if needs_inputs(facts):
@@ -330,6 +333,157 @@ def _assemble(
     failed = {r.run_id for r in result if any(f.role == "agent" and f.status == "error" for f in by_span.get(r.run_id, ()))}
     answer_calls_from_nested_runs(result, failed)
     return result
+
+
+def lean_run(
+    facts: Sequence[SpanFacts], parents: Mapping[str, str | None], local_roots: Container[str], opts: ExtractOptions
+) -> list[RunRecord] | None:
+    """The commonest trace of all, in one pass, or ``None``: one agent span that is a root, and
+    only model and tool spans directly under it; content not kept; every call a model output asked
+    for ran (a tool span with the same call id) and every model span shows its output. For such a
+    trace every other rule is void — no nesting, no wrappers, no history, no requested-only call (so
+    no result, status or unknown tool to read from elsewhere) — and the run is the tool spans' calls
+    in the model's order. Any other trace goes to :func:`single_run` and the general rules
+    (``tests/test_fast_lane.py`` checks this lane against them)."""
+    if opts.capture_content:
+        return None
+    root: SpanFacts | None = None
+    for f in facts:
+        if f.role == "agent":
+            if root is not None:
+                return None
+            root = f
+    if root is None:
+        return None
+    root_id = root.span_id
+    if (
+        not root_id
+        or (root_id not in local_roots and parents.get(root_id, _UNKNOWN) is not None)  # no top span
+        or not root.materialized
+        or root.from_log
+        or root.hints is not None
+        or root.handoff_to is not None
+        or root.handoff_from is not None
+        or root.context_call is not None
+        or root.error_message
+        or root.requested
+        or root.requested_fallback
+    ):
+        return None
+    tool_facts: list[SpanFacts] = []
+    llm_facts: list[SpanFacts] = []
+    ran: dict[str, CallRecord] = {}
+    seen = {root_id}
+    silent = inputs = False
+    for f in facts:
+        if f is root:
+            continue
+        sid = f.span_id
+        if (
+            sid in seen
+            or not f.materialized
+            or f.from_log
+            or f.hints is not None
+            or f.handoff_to is not None
+            or f.handoff_from is not None
+            or f.context_call is not None
+            or f.error_message
+            or f.requested_fallback
+            or parents.get(sid) != root_id
+            or sid in local_roots
+        ):
+            return None
+        seen.add(sid)
+        role = f.role
+        if role == "tool":
+            call = f.call
+            if call is None:
+                return None
+            cid = call.call_id
+            if cid:
+                if cid in ran:
+                    return None  # two spans ran one id: the general rules pair them
+                ran[cid] = call
+            tool_facts.append(f)
+        elif role == "llm":
+            if not f.requested and not f.saw_output:
+                silent = True  # its calls may be read from the next model call's input
+            llm_facts.append(f)
+        else:
+            return None
+        if f.deferred or f.history_calls:
+            inputs = True
+    if silent and (inputs or root.deferred or root.history_calls):
+        return None  # a model call without output, and inputs to read its calls from: the general rules
+    if len(llm_facts) > 1:
+        llm_facts.sort(key=lambda f: (f.start_time_unix_nano, f.span_id))
+    calls: list[tuple[tuple[int, int], CallRecord]] = []
+    placed: set[str] = set()
+    for llm in llm_facts:
+        row: list[CallRecord] = []
+        for req in llm.requested:
+            cid = req.call_id
+            if not cid or cid not in ran:
+                return None  # requested and not run, or paired by name: the general rules
+            if cid in placed:
+                continue  # the same call listed again
+            placed.add(cid)
+            row.append(ran[cid])
+        if not row:
+            continue
+        row_time = llm.end_time_unix_nano or 0
+        for hit in row:
+            t = hit.start_time_unix_nano
+            if t and (not row_time or t < row_time):
+                row_time = t
+        for pos, hit in enumerate(row):
+            calls.append(((row_time, pos + 1), hit))
+    executed = tool_facts
+    if len(executed) > 1:
+        executed = sorted(executed, key=lambda f: (f.start_time_unix_nano, f.span_id))
+    for f in executed:
+        c = f.call
+        assert c is not None
+        if not c.call_id or c.call_id not in placed:
+            calls.append(((c.start_time_unix_nano or 0, 0), c))
+    if len(calls) > 1:
+        calls.sort(key=_call_order)
+    if opts.include_framework_calls:
+        tool_calls = [c for _, c in calls]
+    else:
+        tool_calls = [c for _, c in calls if c.kind != "framework"]
+    if len(tool_calls) > opts.max_calls_per_run:
+        tool_calls = tool_calls[: opts.max_calls_per_run]
+    inner = [*tool_facts, *llm_facts]
+    agent_name = root.agent_name or _first_of(inner, "agent_name")
+    if agent_name is None and "openinference" in root.conventions:
+        agent_name = root.name or None  # what _build reads for an OpenInference root
+    conventions = list(root.conventions)
+    last = root.conventions
+    for f in inner:
+        if f.conventions is last:
+            continue
+        last = f.conventions
+        for conv in last:
+            if conv not in conventions:
+                conventions.append(conv)
+    tools = root.tools or _first_of(llm_facts, "tools") or ()
+    return [
+        RunRecord(
+            root_id,
+            root.trace_id or _first_of(inner, "trace_id") or None,
+            root_id,
+            None,
+            agent_name,
+            root.conversation_id or _first_of(inner, "conversation_id"),
+            conventions,
+            None,
+            None,
+            list(tools),
+            tool_calls,
+            dict(root.attributes) if root.attributes else {},
+        )
+    ]
 
 
 def single_run(

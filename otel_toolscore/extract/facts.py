@@ -73,6 +73,7 @@ _BULKY_PREFIXES = ("gen_ai.input.", "gen_ai.output.", "gen_ai.system_instruction
                    "ai.response", "pydantic_ai.all_messages", "traceloop.entity.input", "traceloop.entity.output",
                    "gcp.vertex.agent.llm_", "final_result")
 _MAX_ATTR_CHARS = 256
+_BULKY_KEYS: dict[str, bool] = {}
 
 
 def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -80,8 +81,14 @@ def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if not attrs:
         return out
+    bulky = _BULKY_KEYS
     for key, value in attrs.items():
-        if key.startswith(_BULKY_PREFIXES):
+        skip = bulky.get(key)
+        if skip is None:
+            skip = key.startswith(_BULKY_PREFIXES)
+            if len(bulky) < 4096:  # a process sees a bounded set of attribute keys; memoised
+                bulky[key] = skip
+        if skip:
             continue
         if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_ATTR_CHARS):
             out[key] = value

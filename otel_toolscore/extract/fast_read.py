@@ -54,6 +54,8 @@ _GENERIC_KEYS = frozenset(
 _GENERIC_NAMES = frozenset({"agent run", "running tool", "running tools", "execute_tool (merged)"})
 _GENERIC_SCOPES = frozenset({"pydantic-ai", "gcp.vertex.agent"})
 _GENAI = ("genai",)
+_CONTENT_KEYS = frozenset(key for key, _ in GENAI_CONTENT)
+_new = object.__new__
 _CONVENTIONS: dict[str | None, tuple[str, ...]] = {}
 
 
@@ -91,13 +93,14 @@ def read_live_span(
         status = span._status
         start = span._start_time
         end = span._end_time
+        events = getattr(events, "_dq", events)  # the SDK's BoundedList: its deque (len() in C)
+        status_code = status._status_code
+        scope_name = scope._name if scope is not None else None
     except AttributeError:  # a span class of another SDK: its public properties
         name, events, scope, status = span.name, span.events, span.instrumentation_scope, span.status
-        start, end = span.start_time, span.end_time
-    if events or name in _GENERIC_NAMES:
-        return None
-    scope_name = scope.name if scope is not None else None
-    if scope_name in _GENERIC_SCOPES:
+        start, end, status_code = span.start_time, span.end_time, status.status_code
+        scope_name = scope.name if scope is not None else None
+    if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES:
         return None
     tool = a.get("gen_ai.tool.name")
     if tool == "(merged tools)":
@@ -110,9 +113,14 @@ def read_live_span(
             "%016x" % ctx.span_id,
             "%016x" % parent.span_id if parent is not None else None,
         )
-    f = SpanFacts.new(ids[0], ids[1], ids[2], role, name, start or 0, end or 0)
+    f = _new(SpanFacts)  # SpanFacts.new, inline: the other fields keep their class defaults
+    f.trace_id, f.span_id, f.parent_span_id = ids
+    f.role = role
+    f.name = name
+    f.start_time_unix_nano = start or 0
+    f.end_time_unix_nano = end or 0
     f.holder = span
-    code = _STATUS_BY_ID.get(id(status.status_code)) or status.status_code.name
+    code = _STATUS_BY_ID.get(id(status_code)) or status_code.name
     # what the GenAI reader sets for these operations (readers._genai), in its order
     agent_name = a.get("gen_ai.agent.name")
     if agent_name is not None and agent_name != "":
@@ -129,51 +137,56 @@ def read_live_span(
             f.role = role = "other"  # a tool span that names no tool is not a call we could report
         else:
             f.tool_name = str(tool)
-            f.call_id = clean_id(a.get("gen_ai.tool.call.id"))
+            call_id = a.get("gen_ai.tool.call.id")
+            if call_id is not None:
+                f.call_id = clean_id(call_id)
             f.raw_arguments = a.get("gen_ai.tool.call.arguments")
             f.raw_result = raw_result = a.get("gen_ai.tool.call.result")
     elif role == "agent" and code == "ERROR":
         f.status = "error"
-    content = False
-    for key, parser in GENAI_CONTENT:  # content: parsed at assembly, as the GenAI reader defers it
-        value = a.get(key)
-        if value is not None:
-            f.defer(parser, value)
-            content = True
+    content = not _CONTENT_KEYS.isdisjoint(a)
+    if content:
+        for key, parser in GENAI_CONTENT:  # content: parsed at assembly, as the GenAI reader defers it
+            value = a.get(key)
+            if value is not None:
+                f.defer(parser, value)
     # what every reading ends with (readers.settle_facts), for a span of this convention alone
-    f.conventions = _conventions(scope_name)
+    convs = _CONVENTIONS.get(scope_name)
+    f.conventions = convs if convs is not None else _conventions(scope_name)
     if code == "ERROR":
         message = status.description
         if message and "not found" in message:
             f.error_message = message[:2000]  # only "tool … not found" reports are used
     if role == "tool":
+        error = a.get("error.type")
         if code == "ERROR":
             f.status = "error"
-            error = a.get("error.type")
             f.error_type = str(error) if error is not None and error != "" else "error"
-        elif a.get("error.type") is not None:
+        elif error is not None:
             f.status = "error"
-            f.error_type = str(a["error.type"])
+            f.error_type = str(error)
         if not options.capture_content and not content:
             # names only, nothing left to parse (settle_content would materialize at once, with no
             # input content to put off): the call is built here, as materialize() builds it
-            if f.status != "error" and reports_error(raw_result):
-                f.status = "error"
-                f.error_type = f.error_type or "tool_error"
-            tool_name = f.tool_name
-            assert tool_name is not None
+            status_ = f.status
+            error_type = f.error_type
+            if status_ != "error" and raw_result is not None and reports_error(raw_result):
+                status_ = f.status = "error"
+                error_type = f.error_type = error_type or "tool_error"
+            tool_name: str = f.tool_name  # type: ignore[assignment]
+            framework = tool_name in options.framework_tool_names or tool_name.startswith(options.framework_tool_prefixes)
             f.call = CallRecord(
                 tool_name,
                 f.call_id,
                 None,
                 None,
-                f.status,
-                f.error_type,
-                "framework" if options.is_framework(tool_name) else "tool",
+                status_,
+                error_type,
+                "framework" if framework else "tool",
                 "span",
                 f.span_id,
-                f.start_time_unix_nano or None,
-                f.end_time_unix_nano or None,
+                start or None,
+                end or None,
             )
             if f.raw_arguments is not None or raw_result is not None:
                 f.raw_arguments = f.raw_result = None
