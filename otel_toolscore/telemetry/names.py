@@ -59,6 +59,7 @@ METRIC_JUDGE_DURATION: Final = "toolscore.judge.duration"
 METRIC_JUDGE_QUEUE_DEPTH: Final = "toolscore.judge.queue_depth"
 
 ATTR_OUTCOME: Final = "toolscore.outcome"
+ATTR_HTTP_CLIENT: Final = "toolscore.client"
 ATTR_REASON: Final = "toolscore.reason"
 ATTR_EXPECTED_TOOL: Final = "toolscore.expected_tool"
 
@@ -86,6 +87,14 @@ DROP_REASONS: Final = (
     "sink_queue_full",
     "sink_failed",
 )
+# -- our HTTP clients (sinks, judge, forwarding) -------------------------------------------------------
+# Answers refused by one of our HTTP clients, by client and reason (`toolscore.http.client.refused`).
+METRIC_HTTP_CLIENT_REFUSED: Final = "toolscore.http.client.refused"
+HTTP_CLIENTS: Final = ("phoenix", "langfuse", "judge", "forward")
+# response_too_large: a body (decoded) over the client's `max_response_bytes`, or announced over it by
+# Content-Length; redirect: a redirect to another origin (scheme, host, port), never followed;
+# deadline: no complete answer (connect to last byte) within the request's deadline.
+HTTP_REFUSE_REASONS: Final = ("response_too_large", "redirect", "deadline")
 # -- score sinks (``otel_toolscore.sinks``) -------------------------------------------------------------
 # Built-in sinks, by the name ``OTEL_TOOLSCORE_SINKS`` lists.
 SINK_NAMES: Final = ("phoenix", "langfuse")
