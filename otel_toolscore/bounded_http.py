@@ -34,22 +34,19 @@ import contextlib
 import contextvars
 import logging
 import os
-import re
 import threading
 import time
 import zlib
 from collections.abc import Coroutine, Iterator
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from .envconfig import ConfigError
+from .http_limits import DEFAULT_MAX_RESPONSE_BYTES, check_max_response_bytes, origin_of
 from .telemetry.http_refusals import count_http_refusal
 
 __all__ = [
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "MAX_RESPONSE_BYTES_LIMIT",
     "BoundedAsyncTransport",
     "BoundedTransport",
     "ClientRefusal",
@@ -58,24 +55,11 @@ __all__ = [
     "ResponseTooLarge",
     "bounded_async_client",
     "bounded_client",
-    "check_endpoint",
-    "check_max_response_bytes",
-    "mask_url",
-    "origin_of",
     "quiet_httpx_logs",
     "read_capped",
     "read_capped_sync",
     "refusal_in",
-    "retry_after_seconds",
-    "scrub_body",
 ]
-
-#: Default largest response body our clients read (a judge's answer, a backend's error page).
-DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
-#: Largest value the ``max_response_bytes`` settings accept.
-MAX_RESPONSE_BYTES_LIMIT = 1 << 30
-#: Smallest value the ``max_response_bytes`` settings accept.
-MIN_RESPONSE_BYTES = 1024
 
 _ACCEPT_ENCODING = "gzip, deflate"
 _DECODED = frozenset({"gzip", "x-gzip", "deflate"})
@@ -150,78 +134,6 @@ def quiet_httpx_logs() -> Iterator[None]:
         yield
     finally:
         _QUIET.reset(token)
-
-
-# -- URLs -----------------------------------------------------------------------------------------------------
-_USERINFO = re.compile(r"(^|://)([^/?#@\s]*@)")
-
-
-def mask_url(url: object) -> str:
-    """``url`` as text with its user-info (``user:password@``) replaced by ``***@``; safe to log."""
-    return _USERINFO.sub(lambda m: m.group(1) + "***@", str(url), count=1)
-
-
-def origin_of(url: httpx.URL) -> tuple[str, str, int]:
-    """(scheme, host, port) with the scheme's default port filled in."""
-    scheme = url.scheme.lower()
-    port = url.port if url.port is not None else (443 if scheme == "https" else 80)
-    return scheme, url.host.lower(), port
-
-
-def check_endpoint(value: str, setting: str) -> httpx.URL:
-    """``value`` as an ``http(s)`` URL with a host and a port in 1..65535, or :class:`ConfigError`
-    naming ``setting`` (the value is shown with its user-info masked)."""
-    text = value.strip() if isinstance(value, str) else value
-    shown = repr(mask_url(text))
-    if not isinstance(text, str) or not text:
-        raise ConfigError(f"{setting}: an http(s) URL is needed, not {shown}")
-    if any(c.isspace() or not c.isprintable() for c in text):
-        raise ConfigError(f"{setting}: {shown} is not a usable URL (it contains a space or a control character)")
-    try:
-        url = httpx.URL(text)
-    except (httpx.InvalidURL, ValueError, TypeError) as exc:
-        raise ConfigError(f"{setting}: {shown} is not a usable URL ({mask_url(exc)})") from None
-    if url.scheme.lower() not in ("http", "https"):
-        raise ConfigError(f"{setting}: {shown} must start with http:// or https://")
-    if not url.host:
-        raise ConfigError(f"{setting}: {shown} has no host")
-    if url.port is not None and not 0 < url.port < 65536:
-        raise ConfigError(f"{setting}: {shown} has port {url.port}, outside 1..65535")
-    return url
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """An HTTP ``Retry-After`` value in seconds: delay-seconds or an HTTP-date (RFC 9110, 10.2.3);
-    ``None`` when absent or unreadable. A date in the past is 0."""
-    if not value:
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        return max(0.0, seconds) if seconds == seconds and seconds != float("inf") else None
-    try:
-        return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-
-
-def scrub_body(text: str, limit: int = 300) -> str:
-    """A peer's response body as it may be logged: redacted (:func:`otel_toolscore.redact.redact`:
-    an echoed ``Authorization`` header, keys, passwords), cut to ``limit`` characters, control
-    characters shown escaped (one log line)."""
-    from .redact import redact
-
-    head = text[: limit * 4 + 1024]  # what is redacted: well past the cut, so no secret straddles it
-    cleaned = redact(head)
-    out = cleaned[:limit]
-    if len(cleaned) > limit or len(text) > len(head):
-        out += f"…[{len(text) - min(len(text), limit)} more chars]"
-    if not out.isprintable():
-        out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in out)
-    return out
 
 
 # -- reading a body -----------------------------------------------------------------------------------------
@@ -306,12 +218,6 @@ def _decoded_response(response: httpx.Response, body: bytes, request: httpx.Requ
 
 
 # -- the transports -------------------------------------------------------------------------------------------
-def check_max_response_bytes(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not MIN_RESPONSE_BYTES <= value <= MAX_RESPONSE_BYTES_LIMIT:
-        raise ConfigError(f"max_response_bytes must be an integer in {MIN_RESPONSE_BYTES}..{MAX_RESPONSE_BYTES_LIMIT}, not {value!r}")
-    return value
-
-
 class BoundedAsyncTransport(httpx.AsyncBaseTransport):
     """An async transport reading capped bodies within one deadline per request, pinned to one origin.
 
@@ -357,8 +263,9 @@ class BoundedAsyncTransport(httpx.AsyncBaseTransport):
         if self._origin is None:
             self._origin = target
         elif target != self._origin:
-            raise OriginRefused(f"refused a request to {target[0]}://{target[1]}:{target[2]}: not the origin this "
-                                f"client was configured for")
+            own = self._origin
+            raise OriginRefused(f"refused to send to {target[0]}://{target[1]}:{target[2]} (a redirect to another "
+                                f"origin than {own[0]}://{own[1]}:{own[2]}, which this client is configured for)")
         deadline = self.deadline_for(request)
         try:
             return await asyncio.wait_for(self._fetch(request), deadline)
@@ -390,7 +297,8 @@ class BoundedAsyncTransport(httpx.AsyncBaseTransport):
         return _decoded_response(response, body, request)
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        with quiet_httpx_logs():
+            await self._inner.aclose()
 
 
 class _LoopThread:
@@ -449,6 +357,10 @@ class BoundedTransport(httpx.BaseTransport):
     def max_response_bytes(self) -> int:
         return self._async.max_response_bytes
 
+    @property
+    def deadline_s(self) -> float:
+        return self._async.deadline_s
+
     def _transport(self) -> tuple[asyncio.AbstractEventLoop, BoundedAsyncTransport]:
         loop, _ = self._loop.get()
         with self._lock:
@@ -494,36 +406,20 @@ class _QuietAsyncClient(httpx.AsyncClient):
             return await super().send(request, **kwargs)
 
 
-def bounded_client(
-    *,
-    client: str,
-    origin: str | httpx.URL,
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    deadline_s: float,
-    verify: Any = True,
-    cert: Any = None,
-    follow_redirects: bool = True,
-) -> httpx.Client:
-    """A synchronous ``httpx.Client`` over a :class:`BoundedTransport` (proxies and CA bundles from
-    the environment are the transport's; the client itself reads no environment)."""
-    transport = BoundedTransport(client=client, origin=origin, max_response_bytes=max_response_bytes,
-                                 deadline_s=deadline_s, verify=verify, cert=cert)
-    return _QuietClient(transport=transport, trust_env=False, follow_redirects=follow_redirects, timeout=deadline_s)
+def bounded_client(*, follow_redirects: bool = True, **options: Any) -> httpx.Client:
+    """A synchronous ``httpx.Client`` over a :class:`BoundedTransport` built with ``options`` (the
+    arguments of :class:`BoundedAsyncTransport`). Proxies and CA bundles from the environment are
+    the transport's; the client itself reads no environment."""
+    transport = BoundedTransport(**options)
+    return _QuietClient(transport=transport, trust_env=False, follow_redirects=follow_redirects,
+                        timeout=transport.deadline_s)
 
 
-def bounded_async_client(
-    *,
-    client: str,
-    origin: str | httpx.URL,
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    deadline_s: float,
-    follow_redirects: bool = True,
-) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` over a :class:`BoundedAsyncTransport`."""
-    transport = BoundedAsyncTransport(client=client, origin=origin, max_response_bytes=max_response_bytes,
-                                      deadline_s=deadline_s)
+def bounded_async_client(*, follow_redirects: bool = True, **options: Any) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` over a :class:`BoundedAsyncTransport` built with ``options``."""
+    transport = BoundedAsyncTransport(**options)
     return _QuietAsyncClient(transport=transport, trust_env=False, follow_redirects=follow_redirects,
-                             timeout=deadline_s)
+                             timeout=transport.deadline_s)
 
 
 def refusal_in(exc: BaseException | None) -> ClientRefusal | None:

@@ -60,6 +60,8 @@ def add_parser(sub: Any) -> None:
                    help="--forward: encoded bytes of the spans waiting for export at once (default 67108864)")
     g.add_argument("--forward-request-bytes", type=int,
                    help="--forward: encoded spans per export request at most (default 4194304, gRPC's default limit)")
+    g.add_argument("--forward-max-response-bytes", type=int,
+                   help="--forward: largest response body read from the backend (default 4194304)")
     # The seconds flags these replaced: still accepted, with a deprecation line on stderr.
     for old in _DEPRECATED_SECONDS_FLAGS:
         g.add_argument(f"--{old.replace('_', '-')}", type=float, help=argparse.SUPPRESS)
@@ -84,7 +86,8 @@ _SERVICE_FLAGS = (
     "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_ms", "max_pending_spans", "max_pending_bytes",
     "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_ms",
     "retry_after_ms", "metric_export_interval_ms", "recent_traces", "http_read_timeout_ms", "http_idle_timeout_ms",
-    "http_max_connections", "forward_queue_spans", "forward_queue_bytes", "forward_request_bytes", *_DEPRECATED_SECONDS_FLAGS,
+    "http_max_connections", "forward_queue_spans", "forward_queue_bytes", "forward_request_bytes",
+    "forward_max_response_bytes", *_DEPRECATED_SECONDS_FLAGS,
 )
 # flag (argparse dest) -> scoring setting
 _SCORING_FLAGS = {"rules": "rules", "expected_tool": "expected_tool", "expected_order": "expected_tool_order",

@@ -194,7 +194,8 @@ class ScoringService:
             # (default http/protobuf, like every OpenTelemetry SDK). Forwarded spans leave through a
             # sender of encoded requests (as received), the service's own spans through the SDK's.
             if svc.forward and span_exporter is None:
-                self._sender = trace_sender(svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
+                self._sender = trace_sender(svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint,
+                                            max_response_bytes=svc.forward_max_response_bytes)
             else:
                 spans_out = otlp_exporter("traces", svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
             metrics_out, logs_out = (

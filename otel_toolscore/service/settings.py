@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..config import ENV_PREFIX, Settings
 from ..envconfig import ConfigError, EnvSettings, build_settings, migrate_renamed
 from ..files import read_config_text
+from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,6 +104,11 @@ class ServiceSettings(EnvSettings):
         4 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
         description="Enrich-and-forward: encoded spans per export request at most (a batch is cut there; a larger "
         "span goes alone). 4 MiB is the default largest message a gRPC server (the Collector's too) receives.",
+    )
+    forward_max_response_bytes: int = Field(
+        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT,
+        description="Enrich-and-forward: largest response body read from the backend (decoded); a larger one is "
+        "refused and counted (`toolscore.http.client.refused`), the batch counted as `forward_failed`.",
     )
     retry_after_ms: int = Field(
         2_000, ge=1, le=3_600_000,

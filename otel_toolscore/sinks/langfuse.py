@@ -21,25 +21,19 @@ SDK's variables: ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_BA
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..bounded_http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    ClientRefusal,
-    bounded_client,
-    check_endpoint,
-    check_max_response_bytes,
-    mask_url,
-    retry_after_seconds,
-    scrub_body,
-)
+from .. import http_limits
+from ..bounded_http import bounded_client
 from .base import ScoreSink
 from .record import ScoreRecord
-from .retry import RetryableError, SinkError, check_request_limits, with_retries
+from .retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
 
 if TYPE_CHECKING:
     import httpx
@@ -89,17 +83,18 @@ class LangfuseSink(ScoreSink):
         timeout_s: float = 5.0,
         max_retries: int = 2,
         max_batch: int = 100,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_response_bytes: int = http_limits.DEFAULT_MAX_RESPONSE_BYTES,
         api: LangfuseAPI | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        _import_langfuse()
         try:
             from langfuse.api import LangfuseAPI
             from langfuse.api.core import ApiError
         except ImportError as exc:
             raise ImportError(_NEEDS_LANGFUSE) from exc
         check_request_limits(timeout_s, max_retries, max_batch)
-        self.max_response_bytes = check_max_response_bytes(max_response_bytes)
+        self.max_response_bytes = http_limits.check_max_response_bytes(max_response_bytes)
         env = os.environ if environ is None else environ
         self.environment = environment or env.get("LANGFUSE_TRACING_ENVIRONMENT") or None
         self.max_retries = max_retries
@@ -113,7 +108,7 @@ class LangfuseSink(ScoreSink):
             if not public_key or not secret_key:
                 raise ValueError("LangfuseSink needs a public and a secret key (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY)")
             base_url, setting = _base_url(base_url, env)
-            url = check_endpoint(base_url, setting)  # ConfigError naming where the URL came from
+            url = http_limits.check_endpoint(base_url, setting)  # ConfigError naming where the URL came from
             from .. import __version__
 
             self._client = bounded_client(
@@ -130,9 +125,9 @@ class LangfuseSink(ScoreSink):
                 httpx_client=self._client,
             )
             #: the base URL as it may be shown (user-info masked)
-            self.base_url = mask_url(base_url.strip().rstrip("/"))
+            self.base_url = http_limits.mask_url(base_url.strip().rstrip("/"))
         else:
-            self.base_url = mask_url(base_url or "")
+            self.base_url = http_limits.mask_url(base_url or "")
         self._api = api
 
     def export(self, records: Sequence[ScoreRecord]) -> int | None:
@@ -146,23 +141,16 @@ class LangfuseSink(ScoreSink):
         return None
 
     def _send(self, scores: list[Any]) -> Any:
-        import httpx
-
-        # Errors are raised `from None`: the SDK's ApiError prints the response's headers and body whole.
+        # Raised `from None`: the SDK's ApiError prints the response's headers and body whole.
         try:
-            return self._api.scores.create(
-                request=scores,
-                request_options={"max_retries": 0, "timeout_in_seconds": math.ceil(self._timeout_s)},
-            )
-        except httpx.TransportError as exc:  # connection errors and timeouts, the deadline included
-            raise RetryableError(f"Langfuse at {self.base_url}: {type(exc).__name__}: {mask_url(exc)}") from None
-        except ClientRefusal as exc:
-            raise SinkError(f"Langfuse at {self.base_url}: {exc}") from None
-        except httpx.HTTPError as exc:
-            raise SinkError(f"Langfuse at {self.base_url}: {type(exc).__name__}: {mask_url(exc)}") from None
+            with http_failures(f"Langfuse at {self.base_url}"):
+                return self._api.scores.create(
+                    request=scores,
+                    request_options={"max_retries": 0, "timeout_in_seconds": math.ceil(self._timeout_s)},
+                )
         except self._api_error as exc:
             status = exc.status_code
-            detail = f"Langfuse at {self.base_url} answered {status}: {scrub_body(str(exc.body))}"
+            detail = f"Langfuse at {self.base_url} answered {status}: {http_limits.scrub_body(str(exc.body))}"
             if status is None or status >= 500 or status in (408, 409, 429):
                 raise RetryableError(detail, retry_after=_retry_after(exc.headers)) from None
             raise SinkError(detail) from None
@@ -173,6 +161,28 @@ class LangfuseSink(ScoreSink):
 
     def __repr__(self) -> str:
         return f"LangfuseSink(base_url={self.base_url!r})"
+
+
+def _import_langfuse() -> None:
+    """Import the ``langfuse`` package, leaving the host's ``httpx`` logger as it was.
+
+    Importing it sets the ``httpx`` logger to WARNING and gives it a console handler of its own
+    (``langfuse/logger.py``, to quieten its requests): a change to the whole process's logging. When
+    the import is ours (the application has not imported langfuse itself), that is undone; our own
+    requests are kept out of httpx's log by :func:`otel_toolscore.bounded_http.quiet_httpx_logs`.
+    """
+    if "langfuse" in sys.modules:
+        return
+    logger = logging.getLogger("httpx")
+    level, handlers = logger.level, list(logger.handlers)
+    try:
+        import langfuse  # noqa: F401
+    except ImportError:
+        return  # said by the caller
+    finally:
+        logger.setLevel(level)
+        for handler in [h for h in logger.handlers if h not in handlers]:
+            logger.removeHandler(handler)
 
 
 def _base_url(given: str | None, env: Mapping[str, str]) -> tuple[str, str]:
@@ -190,7 +200,7 @@ def _retry_after(headers: Mapping[str, str] | None) -> float | None:
     """``Retry-After`` of an error response (the SDK hands its headers over as a plain dict)."""
     for key, value in (headers or {}).items():
         if key.lower() == "retry-after":
-            return retry_after_seconds(value)
+            return http_limits.retry_after_seconds(value)
     return None
 
 

@@ -19,21 +19,18 @@ from typing import Any
 
 import httpx
 
-from ..bounded_http import (
+from ..bounded_http import bounded_client, quiet_httpx_logs, read_capped_sync
+from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
-    ClientRefusal,
-    bounded_client,
     check_endpoint,
     check_max_response_bytes,
     mask_url,
-    quiet_httpx_logs,
-    read_capped_sync,
     retry_after_seconds,
     scrub_body,
 )
 from .base import ScoreSink
 from .record import ScoreRecord
-from .retry import RetryableError, SinkError, check_request_limits, with_retries
+from .retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
 
 __all__ = ["DEFAULT_ENDPOINT", "PhoenixSink"]
 
@@ -105,15 +102,8 @@ class PhoenixSink(ScoreSink):
         return None
 
     def _post(self, body: dict[str, Any]) -> None:
-        # Errors are raised `from None`: a chained exception would print the request or the body whole.
-        try:
+        with http_failures(f"Phoenix at {self.endpoint}"):
             status, headers, text = self._send(body)
-        except httpx.TransportError as exc:  # connection errors and timeouts, the deadline included
-            raise RetryableError(f"Phoenix at {self.endpoint}: {type(exc).__name__}: {mask_url(exc)}") from None
-        except ClientRefusal as exc:
-            raise SinkError(f"Phoenix at {self.endpoint}: {exc}") from None
-        except httpx.HTTPError as exc:
-            raise SinkError(f"Phoenix at {self.endpoint}: {type(exc).__name__}: {mask_url(exc)}") from None
         if 200 <= status < 300:
             return
         detail = f"Phoenix at {self.endpoint} answered {status}: {scrub_body(text)}"

@@ -14,14 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from ..bounded_http import (
+from ..config import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
+from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     MAX_RESPONSE_BYTES_LIMIT,
     MIN_RESPONSE_BYTES,
     check_endpoint,
     mask_url,
 )
-from ..config import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
 from .base import ScoreSink
 
 __all__ = [
