@@ -75,25 +75,24 @@ def otlp_body() -> bytes:
 
 
 # -- the clients, each sending one request to a base URL and returning what it raised --------------------
-def phoenix(url: str, **kw: Any) -> Callable[[], object]:
+def exporting(make: Callable[[], Any]) -> Callable[[], object]:
+    """A call exporting one record through the sink ``make()`` builds, then shutting it down."""
     def call() -> object:
-        sink = PhoenixSink(url, **{"max_retries": 0, "timeout_s": 30.0, **kw})
+        sink = make()
         try:
             return sink.export([record()])
         finally:
             sink.shutdown()
     return call
+
+
+def phoenix(url: str, **kw: Any) -> Callable[[], object]:
+    return exporting(lambda: PhoenixSink(url, **{"max_retries": 0, "timeout_s": 30.0, **kw}))
 
 
 def langfuse(url: str, **kw: Any) -> Callable[[], object]:
-    def call() -> object:
-        sink = LangfuseSink(public_key=PK, secret_key=SK, base_url=url, environ={},
-                            **{"max_retries": 0, "timeout_s": 30.0, **kw})
-        try:
-            return sink.export([record()])
-        finally:
-            sink.shutdown()
-    return call
+    return exporting(lambda: LangfuseSink(public_key=PK, secret_key=SK, base_url=url, environ={},
+                                          **{"max_retries": 0, "timeout_s": 30.0, **kw}))
 
 
 def judge(url: str, **kw: Any) -> Callable[[], object]:

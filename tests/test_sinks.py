@@ -360,7 +360,7 @@ def test_phoenix_sink_retries_are_bounded() -> None:
 def test_phoenix_sink_timeout_is_a_failure() -> None:
     with JsonCaptureServer(lambda r: Answer(200, {"data": []}, delay_s=5)) as server:
         sink = PhoenixSink(server.url, timeout_s=0.2, max_retries=1)
-        with pytest.raises(SinkError, match="deadline of 0.2 s"):
+        with pytest.raises(SinkError, match=r"deadline of 0\.2 s"):
             sink.export([_record()])
         assert len(server.posted("/v1/span_annotations")) == 2
         sink.shutdown()
