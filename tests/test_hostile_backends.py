@@ -373,3 +373,20 @@ def test_importing_langfuse_through_the_sink_leaves_the_hosts_httpx_logger_alone
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["INFO", "0"]
+
+
+def test_a_judge_endpoint_echoing_the_key_leaves_it_out_of_the_judge_error() -> None:
+    key = "sk-proj-" + "AbCdEfGhIjKlMnOpQrSt"
+
+    def answer(seen: Seen) -> Plain:
+        echoed = seen.headers.get("authorization", "")
+        return Plain(401, json.dumps({"error": {"message": f"bad credentials: {echoed}", "type": "auth"}}).encode())
+
+    with HostileServer(answer) as server:
+        scorer = create_tool_call_accuracy_scorer_llm("m", ["get_weather"], base_url=server.url + "/v1", api_key=key,
+                                                      max_retries=0)
+        with pytest.raises(JudgeError) as info:
+            scorer.run(a_run())
+        scorer.close()
+    assert info.value.kind == "error" and "401" in info.value.message
+    assert key not in info.value.message and "[REDACTED" in info.value.message

@@ -282,3 +282,11 @@ def test_the_readme_says_what_a_crash_loses_with_and_without_queue_dir() -> None
     assert "OTEL_TOOLSCORE_SERVICE_QUEUE_DIR" in readme and "toolscore.service.queue.bytes" in readme
     assert "reason=queue_full" in service and "at least once" in service.lower()
 
+
+
+def test_a_file_that_is_not_a_segment_is_left_alone(tmp_path: Path) -> None:
+    stranger = tmp_path / "spans-0000000000000001.log"
+    stranger.write_bytes(b"someone else's file")
+    spool = Spool(tmp_path, max_bytes=1 << 20)
+    assert list(spool.unreleased()) == [] and stranger.read_bytes() == b"someone else's file"
+    spool.close()

@@ -586,20 +586,24 @@ def _to_judge_error(exc: BaseException, usage: JudgeUsage) -> JudgeError:
     import openai
 
     from ..bounded_http import refusal_in
+    from ..http_limits import scrub_body
 
     refusal = refusal_in(exc)  # raised by our client; openai 1.x wraps it in APIConnectionError
     if refusal is not None:
         return JudgeError("error", f"the judge's answer was refused: {refusal}", usage=usage)
     status = _status_of(exc)
+    # An error's text carries the endpoint's body (which may echo the request's Authorization
+    # header): it reaches logs and the evaluation event, so only redacted and cut.
+    said = scrub_body(str(exc), 500)
     if isinstance(exc, openai.APITimeoutError):
-        return JudgeError("timeout", f"the judge did not answer in time ({exc})", usage=usage)
+        return JudgeError("timeout", f"the judge did not answer in time ({said})", usage=usage)
     if isinstance(exc, openai.RateLimitError):
-        return JudgeError("rate_limited", f"rate limited by the judge endpoint after retries ({exc})", status_code=status, usage=usage)
+        return JudgeError("rate_limited", f"rate limited by the judge endpoint after retries ({said})", status_code=status, usage=usage)
     if isinstance(exc, openai.APIStatusError):
-        return JudgeError("error", f"the judge endpoint answered HTTP {status} ({exc})", status_code=status, usage=usage)
+        return JudgeError("error", f"the judge endpoint answered HTTP {status} ({said})", status_code=status, usage=usage)
     if isinstance(exc, openai.APIConnectionError):
-        return JudgeError("error", f"could not reach the judge endpoint ({exc})", usage=usage)
-    return JudgeError("error", f"{type(exc).__name__}: {exc}", status_code=status, usage=usage)
+        return JudgeError("error", f"could not reach the judge endpoint ({said})", usage=usage)
+    return JudgeError("error", f"{type(exc).__name__}: {said}", status_code=status, usage=usage)
 
 
 def _json_text(content: str) -> str:

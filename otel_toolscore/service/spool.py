@@ -203,8 +203,12 @@ class Spool:
                 first = int(path.name[len(_SEGMENT_PREFIX) : -len(_SEGMENT_SUFFIX)], 16)
             except ValueError:
                 continue
+            highest = max(highest, first)  # a new segment's name never takes an existing file's
             segment = _Segment(first, path, 0)
-            highest = max(highest, self._read_segment(segment))
+            seen = self._read_segment(segment)
+            if seen < 0:
+                continue  # not ours: left alone
+            highest = max(highest, seen)
             if segment.records:
                 self._segments[first] = segment
                 self.bytes += segment.size
@@ -218,6 +222,7 @@ class Spool:
         return highest
 
     def _read_segment(self, segment: _Segment) -> int:
+        """Its records not released, and the highest sequence number in it (-1: not a segment)."""
         released: set[int] = set()
         with contextlib.suppress(OSError):
             data = segment.acks_path.read_bytes()
@@ -226,7 +231,7 @@ class Spool:
         with open(segment.path, "r+b") as f:
             if f.read(len(_MAGIC)) != _MAGIC:
                 _log.warning("otel-toolscore serve: %s is not a queue segment; left alone", segment.path)
-                return 0
+                return -1
             offset = len(_MAGIC)
             while True:
                 head = f.read(_RECORD.size)
