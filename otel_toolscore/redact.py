@@ -9,13 +9,19 @@ percent-escapes decoded, Unicode NFKC (fullwidth at-signs and digits become ASCI
 characters removed, runs of blanks collapsed. So ``jane%40example.com``, ``4111  1111  1111  1111`` or
 a card split by zero-width spaces are recognised, and what is sent is the normalised text.
 
-Shapes covered: e-mail addresses (Unicode too), bearer/basic tokens and JWTs, API keys with a known
-prefix (OpenAI/Anthropic ``sk-``, AWS ``AKIA``/``ASIA``, GitHub, GitLab, Slack, Google, Stripe,
-Hugging Face ``hf_``), PEM private keys (to the end of the text when the END line was cut off),
-secret assignments (``password=``, ``"api_key": "…"``, ``aws_secret_access_key``, Azure
-``AccountKey=``/``SharedAccessKey=``, ``client_secret`` …), passwords in URLs (``user:pass@host``),
-bare 40-character AWS secret keys, and payment card numbers (13-19 digits, grouped by spaces, dashes,
-dots or slashes, passing the Luhn check).
+Shapes covered: e-mail addresses (Unicode too), bearer/basic tokens and JWTs, the credential of an
+``Authorization`` header whatever its shape, API keys with a known prefix (OpenAI/Anthropic ``sk-``,
+AWS ``AKIA``/``ASIA``, GitHub, GitLab, Slack, Google, Stripe, Hugging Face ``hf_``), PEM private keys
+(to the end of the text when the END line was cut off), secret assignments (``password=``,
+``"api_key": "…"`` — a quoted value whole, spaces and punctuation included —, ``aws_secret_access_key``,
+Azure ``AccountKey=``/``SharedAccessKey=``, ``client_secret`` …), passwords in URLs
+(``user:pass@host``), bare 40-character AWS secret keys, and payment card numbers (13-19 digits,
+grouped by spaces, dashes, dots or slashes, passing the Luhn check).
+
+JSON text (tool arguments and results usually are) is also redacted by key: a value under a
+secret-named key (``password``, ``api_key``, ``client_secret``, ``authorization``, ``cookie`` …) is
+replaced whole, whatever it holds — a string with spaces, a number, an object, a list
+(:func:`redact_secret_fields` does the same to a value not yet turned into text).
 
 The patterns are deliberately conservative about *what* they replace (a card number must pass the
 Luhn check, an API key must have a known prefix and enough entropy-looking characters) so that
@@ -27,23 +33,28 @@ the ids and hashes a judge needs; these few rules replace in place and run once 
 from __future__ import annotations
 
 import html
+import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote
 
 __all__ = [
     "DEFAULT_REDACTORS",
     "Redactor",
     "chain",
+    "is_secret_key",
     "normalise",
     "redact",
     "redact_api_keys",
     "redact_bearer_tokens",
     "redact_card_numbers",
     "redact_emails",
+    "redact_json_secret_fields",
     "redact_private_keys",
     "redact_secret_assignments",
+    "redact_secret_fields",
     "resolve_redactor",
 ]
 
@@ -59,9 +70,21 @@ PRIVATE_KEY_MARK = "[REDACTED_PRIVATE_KEY]"
 # Unicode-aware: local part and domain labels may hold any letters (jürgen@müller.de).
 _EMAIL = re.compile(r"(?<![\w.+%-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}\b")
 
-# "Authorization: Bearer <token>" and friends; the scheme word is kept so the text stays readable.
-# A token must hold a digit, so English prose ("bearer responsibilities") is left alone.
-_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z0-9\-._~+/]*\d)[A-Za-z0-9\-._~+/]{12,}=*")
+# "Bearer <token>" and friends; the scheme word is kept so the text stays readable. A token must not
+# read as a word: it holds a digit, a symbol (- . _ ~ + / =) or a capital after its first letter, so
+# English prose ("bearer responsibilities", "Bearer Responsibilities") is left alone while a
+# letters-only key ("Bearer AbCdEfGhIjKlMnOp") is not.
+_TOKEN_CHARS = r"[A-Za-z0-9\-._~+/]"
+_BEARER = re.compile(
+    r"\b((?i:bearer|basic))(\s+)(?!\[REDACTED)"
+    r"(?=" + _TOKEN_CHARS + r"*(?:[0-9\-._~+/=]|(?<=[A-Za-z0-9])[A-Z]))" + _TOKEN_CHARS + r"{12,}=*"
+)
+# The credential of an Authorization header (or key) whatever its shape: a header says it is one.
+_AUTH_SCHEME = r"(?:(?:bearer|basic|token|digest|apikey|api-key|negotiate)\s+)?"
+_AUTH_HEADER = re.compile(
+    r"(?i)(\b(?:proxy-)?authorization\\{0,3}[\"']?\s{0,3}[:=]\s{0,3}\\{0,3}[\"']?\s{0,3}"
+    r"(?!" + _AUTH_SCHEME + r"\[REDACTED)" + _AUTH_SCHEME + r")([^\s\\\"',;]+)"
+)
 # A JSON Web Token anywhere (three base64url segments, the first two starting with '{"' encoded).
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}")
 
@@ -93,10 +116,22 @@ _SECRET_NAMES = (
     r"|account[_-]?key|shared[_-]?access[_-]?key|private[_-]?key|(?:auth|access|refresh|api|session|bearer|id)[_-]?token"
     r"|credentials?"
 )
+# The value is a quoted string taken whole (JSON's "…" with its escapes, an escaped \"…\" inside a
+# JSON string, '…'), or else a bare run up to a blank or punctuation.
 _SECRET_ASSIGNMENT = re.compile(
-    r"(?i)((?:" + _SECRET_NAMES + r")[a-z0-9_-]{0,24}(?:\\{0,3}[\"'])?\s{0,3}[:=]\s{0,3}(?:\\{0,3}[\"'])?)"
-    r"(?!\[REDACTED)([^\s\\\"',;&<>{}\[\]]+)"
+    r"(?i)((?:" + _SECRET_NAMES + r")[a-z0-9_-]{0,24}(?:\\{0,3}[\"'])?\s{0,3}[:=]\s{0,3})"
+    r"(?:"
+    r"(\")(?!\[REDACTED)(?:[^\"\\\n]|\\.){1,8192}(?=\")"
+    r"|(\\{1,3}\")(?!\[REDACTED)(?:(?!\\{1,3}\")[^\n]){1,8192}(?=\\{1,3}\")"
+    r"|(')(?!\[REDACTED)[^'\n]{1,8192}(?=')"
+    r"|(\\{0,3}[\"']?)(?!\[REDACTED)[^\s\\\"',;&<>{}\[\]]+"
+    r")"
 )
+# A key naming a secret (JSON fields, mapping keys): the names above, and headers carrying credentials.
+_SECRET_KEY = re.compile(r"(?i)(?:" + _SECRET_NAMES + r"|authorization|cookie)")
+# Longest JSON text parsed for key-based redaction, and deepest structure walked.
+_MAX_JSON_CHARS = 1_048_576
+_MAX_DEPTH = 64
 # The password of a URL's user-info (scheme://user:password@host).
 _URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@]{1,256}:)([^\s/@]{1,256})(?=@)")
 # A bare AWS secret access key: 40 base64 characters with upper, lower case and digits.
@@ -148,7 +183,10 @@ def redact_emails(text: str) -> str:
 
 
 def redact_bearer_tokens(text: str) -> str:
-    """Replace bearer/basic tokens (the scheme word is kept) and bare JWTs with ``[REDACTED_TOKEN]``."""
+    """Replace bearer/basic tokens (the scheme word is kept), the credential of an ``Authorization``
+    header whatever its shape, and bare JWTs with ``[REDACTED_TOKEN]``."""
+    if "uthorization" in text or "UTHORIZATION" in text:
+        text = _AUTH_HEADER.sub(lambda m: m.group(1) + TOKEN_MARK, text)
     text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{TOKEN_MARK}", text)
     return _JWT.sub(TOKEN_MARK, text)
 
@@ -171,10 +209,61 @@ def redact_private_keys(text: str) -> str:
 
 
 def redact_secret_assignments(text: str) -> str:
-    """Replace the value of secret-named assignments (``password=``, ``"api_key": "…"``,
-    ``AccountKey=…;``, ``aws_secret_access_key = …``) and URL passwords with ``[REDACTED_SECRET]``."""
-    text = _SECRET_ASSIGNMENT.sub(lambda m: m.group(1) + SECRET_MARK, text)
+    """Replace the value of secret-named assignments (``password=``, ``"api_key": "…"`` — a quoted
+    value whole —, ``AccountKey=…;``, ``aws_secret_access_key = …``) and URL passwords with
+    ``[REDACTED_SECRET]``."""
+    text = _SECRET_ASSIGNMENT.sub(_assignment, text)
     return _URL_PASSWORD.sub(lambda m: m.group(1) + SECRET_MARK, text) if "://" in text else text
+
+
+def _assignment(m: re.Match[str]) -> str:
+    quote = next((q for q in m.groups()[1:] if q is not None), "")
+    return m.group(1) + quote + SECRET_MARK
+
+
+def is_secret_key(key: object) -> bool:
+    """Whether a mapping key names a secret (``password``, ``api_key``, ``client_secret``,
+    ``authorization``, ``x-auth-token``, ``cookie`` …)."""
+    return isinstance(key, str) and len(key) <= 128 and _SECRET_KEY.search(key) is not None
+
+
+def redact_secret_fields(value: Any, _depth: int = 0) -> Any:
+    """``value`` (JSON-like: mappings, lists, scalars) with every value under a secret-named key
+    replaced by ``[REDACTED_SECRET]``, whatever that value is; the input is not changed."""
+    if _depth >= _MAX_DEPTH:
+        return value
+    if isinstance(value, Mapping):
+        return {k: SECRET_MARK if is_secret_key(k) and v is not None else redact_secret_fields(v, _depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_secret_fields(v, _depth + 1) for v in value]
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):  # JSON held in a string (tool-call arguments)
+        return _redact_json_text(value, _depth + 1)
+    return value
+
+
+def redact_json_secret_fields(text: str) -> str:
+    """:func:`redact_secret_fields` applied to ``text`` when it is a JSON object or array (tool
+    arguments and results usually are); other text is returned as it is."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return text
+    return _redact_json_text(text, 0)
+
+
+def _redact_json_text(text: str, depth: int) -> str:
+    if len(text) > _MAX_JSON_CHARS or depth >= _MAX_DEPTH or not _SECRET_KEY.search(text):
+        return text
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    redacted = redact_secret_fields(doc, depth)
+    if redacted == doc:
+        return text
+    try:
+        return json.dumps(redacted, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return text
 
 
 def redact_card_numbers(text: str) -> str:
@@ -188,10 +277,12 @@ def redact_card_numbers(text: str) -> str:
 
 
 #: The built-in redactors, in the order ``redact`` applies them (private keys first: their body
-#: would otherwise be cut into pieces by the others; tokens before keys: a bearer token may itself
-#: look like a key, and either way it ends up replaced).
+#: would otherwise be cut into pieces by the others; JSON fields by key next, while the text is
+#: still JSON; tokens before keys: a bearer token may itself look like a key, and either way it
+#: ends up replaced).
 DEFAULT_REDACTORS: tuple[Redactor, ...] = (
     redact_private_keys,
+    redact_json_secret_fields,
     redact_bearer_tokens,
     redact_api_keys,
     redact_secret_assignments,

@@ -172,9 +172,9 @@ def test_the_sink_from_the_environment(langfuse: JsonCaptureServer, monkeypatch:
     without = ToolScoreSpanProcessor(None, meter_provider=MeterProvider(), logger_provider=LoggerProvider())
     assert without.sinks is None
     without.shutdown()
-    with pytest.raises(ConfigError, match="Langfuse base URL"):
+    with pytest.raises(ConfigError, match="LANGFUSE_HOST: 'ftp://x' must start with http"):
         ToolScoreSpanProcessor(None, sinks=["langfuse"])
-    with pytest.raises(ValueError, match="Langfuse base URL"):
+    with pytest.raises(ConfigError, match="base_url: 'ftp://x' must start with http"):
         LangfuseSink(public_key=PK, secret_key=SK, base_url="ftp://x")
 
 

@@ -352,7 +352,7 @@ def test_arguments_and_results_are_sent_only_when_enabled(openai_server: OpenAIT
 def test_redaction_applies_to_everything_that_reaches_the_server(openai_server: OpenAITestServer) -> None:
     secret_key = "sk-proj-" + "A1b2C3d4E5f6G7h8J9k0"
     run = weather_run(
-        args={"api_key": secret_key, "auth": "Bearer abcdef123456ghijkl"},
+        args={"api_key": secret_key, "auth": "Bearer abcdef123456ghijkl", "note": f"the key is {secret_key}x"},
         user="Weather in Paris? Mail it to jane.doe@example.com, card 4111 1111 1111 1111",
     )
     openai_server.set_handler(echo_judge())
@@ -363,7 +363,8 @@ def test_redaction_applies_to_everything_that_reaches_the_server(openai_server: 
     default, custom, off = (openai_server.requests[i].body.decode() for i in range(3))
     for leaked in (secret_key, "abcdef123456ghijkl", "jane.doe@example.com", "4111 1111 1111 1111"):
         assert leaked not in default
-    for mark in ("[REDACTED_API_KEY]", "[REDACTED_TOKEN]", "[REDACTED_EMAIL]", "[REDACTED_CARD]"):
+    # a value under a secret-named key goes whole ([REDACTED_SECRET]); a key elsewhere by its shape
+    for mark in ("[REDACTED_SECRET]", "[REDACTED_API_KEY]", "[REDACTED_TOKEN]", "[REDACTED_EMAIL]", "[REDACTED_CARD]"):
         assert mark in default
     assert "[CITY]" in custom and "Paris" not in custom and "jane.doe@example.com" in custom  # a callable replaces the built-ins
     assert secret_key in off

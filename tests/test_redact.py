@@ -102,3 +102,75 @@ def test_resolve_redactor_options() -> None:
     assert resolve_redactor(False)(secret) == secret
     assert resolve_redactor(str.upper)(secret) == "A@B.IO"
     assert resolve_redactor([redact_emails, str.upper])(secret) == "[REDACTED_EMAIL]"
+
+
+# -- the two shapes that still reached the judge (issue 23) ------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        ("Authorization: Bearer AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),  # letters only, mixed case
+        ('curl -H "Authorization: Bearer abcdefghijklmnopqrstuvwxyz"', "abcdefghijklmnopqrstuvwxyz"),  # header context
+        ("token: Bearer ABCDEFGHIJKLMNOPQRSTUVWX", "ABCDEFGHIJKLMNOPQRSTUVWX"),
+        ("use bearer abc.def-ghi_jklmnop", "abc.def-ghi_jklmnop"),  # symbols, no digit
+        ('{"headers": {"authorization": "Basic dXNlcjpwYXNz"}}', "dXNlcjpwYXNz"),
+    ],
+)
+def test_bearer_tokens_without_digits(text: str, leaked: str) -> None:
+    out = redact(text)
+    assert leaked not in out and "[REDACTED_" in out, out
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("prose", ["the bearer responsibilities remain", "Bearer Responsibilities of the trustee",
+                                   "basic understanding of the problem"])
+def test_bearer_prose_is_kept(prose: str) -> None:
+    assert redact(prose) == prose
+
+
+PASSWORDS = ["hunter2", "correct horse battery staple", 'p,ss;w"rd', "S3cr3t!{x}", "pässwörd", 918273645,
+             {"value": "zebra-qx", "hint": "yak qx"}, ["gnu-qx", "emu qx2"]]
+
+
+def _leaves(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [str(value)]
+
+
+@pytest.mark.parametrize("value", PASSWORDS, ids=[f"v{i}" for i in range(len(PASSWORDS))])
+def test_a_password_field_in_json_arguments_goes_whole(value: object) -> None:
+    import json
+
+    from otel_toolscore.redact import redact_secret_fields
+
+    doc = {"user": "bob", "password": value, "nested": [{"client_secret": value, "city": "Paris"}]}
+    for text in (json.dumps(doc), json.dumps(doc, ensure_ascii=False, sort_keys=True),
+                 json.dumps({"arguments": json.dumps(doc)})):  # JSON inside a JSON string, as tool calls carry it
+        out = redact(text)
+        for leaf in _leaves(value):
+            assert leaf not in out and json.dumps(leaf).strip('"') not in out, (text, out)
+        assert "bob" in out and "Paris" in out, out
+        assert redact(out) == out
+    assert redact_secret_fields(doc) == {"user": "bob", "password": "[REDACTED_SECRET]",
+                                         "nested": [{"client_secret": "[REDACTED_SECRET]", "city": "Paris"}]}
+
+
+def test_quoted_secret_assignments_in_plain_text_go_whole() -> None:
+    assert redact('password: "correct horse" then') == 'password: "[REDACTED_SECRET]" then'
+    assert redact("api_key='two words' then") == "api_key='[REDACTED_SECRET]' then"
+    assert redact("pwd=hunter2 then") == "pwd=[REDACTED_SECRET] then"
+
+
+def test_the_judge_sees_neither_shape() -> None:
+    from otel_toolscore.model import AgentRun, ToolCall
+    from otel_toolscore.scorers.llm import build_judge_messages
+
+    run = AgentRun(run_id="r", user_query="log me in", final_output="done", tool_calls=[
+        ToolCall(name="login", call_id="c1", arguments={"user": "bob", "password": "correct horse battery staple"},
+                 result="Authorization: Bearer AbCdEfGhIjKlMnOpQrStUvWx"),
+    ])
+    text = "\n".join(m["content"] for m in build_judge_messages(run, [], include_arguments=True, include_results=True))
+    assert "horse" not in text and "AbCdEfGhIjKlMnOpQrStUvWx" not in text
+    assert "[REDACTED_SECRET]" in text and "[REDACTED_TOKEN]" in text

@@ -51,7 +51,7 @@ ALL_SECRETS = (*CONTENT_SECRETS, SECRET_CONVERSATION, SECRET_TOOL)
 METRIC_KEYS = {
     "gen_ai.evaluation.name", "gen_ai.evaluation.score.label", "gen_ai.agent.name", "toolscore.expected_tool",
     "toolscore.outcome", "toolscore.reason", "gen_ai.token.type", "gen_ai.request.model", "gen_ai.response.model",
-    "error.type", "toolscore.signal",
+    "error.type", "toolscore.signal", "toolscore.client",
 }
 
 

@@ -85,3 +85,24 @@ def test_serve_order_flags_are_checked(capsys: pytest.CaptureFixture[str]) -> No
             main(argv)
         assert exc.value.code == 2, argv
         assert capsys.readouterr().err.strip(), argv
+
+
+@pytest.mark.parametrize("flag", ["--grpc-port", "--http-port"])
+def test_serve_with_a_port_taken_says_which_in_one_line(flag: str) -> None:
+    """gRPC's own log line and a traceback (exit 1) used to greet a taken gRPC port."""
+    import socket
+
+    from tests.support.serve_cli import CODE
+
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        other = "--http-port" if flag == "--grpc-port" else "--grpc-port"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        out = subprocess.run([sys.executable, "-c", CODE, "serve", flag, str(port), other, "0", "--no-export"],
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert f"127.0.0.1:{port}" in line and flag in line and "address already in use" in line, line

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -360,7 +361,7 @@ def test_phoenix_sink_retries_are_bounded() -> None:
 def test_phoenix_sink_timeout_is_a_failure() -> None:
     with JsonCaptureServer(lambda r: Answer(200, {"data": []}, delay_s=5)) as server:
         sink = PhoenixSink(server.url, timeout_s=0.2, max_retries=1)
-        with pytest.raises(SinkError, match="Timeout"):
+        with pytest.raises(SinkError, match=r"deadline of 0\.2 s"):
             sink.export([_record()])
         assert len(server.posted("/v1/span_annotations")) == 2
         sink.shutdown()
@@ -510,3 +511,32 @@ def test_serve_sinks_flag_fails_fast() -> None:
     assert out.returncode == 2 and "unknown sink 'phenix'" in out.stderr, out.stderr
     out = subprocess.run([*CLI, "serve", "--sinks", "langfuse"], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "LANGFUSE_PUBLIC_KEY" in out.stderr, out.stderr
+
+
+def test_conversation_ids_are_redacted_before_any_sink() -> None:
+    """A conversation id is application data (an e-mail address, a session token): every sink gets it
+    through the built-in redaction, the custom ones too."""
+    from otel_toolscore.sinks import SinkDispatcher
+
+    class Keep(ScoreSink):
+        name = "keep"
+
+        def __init__(self) -> None:
+            self.records: list[ScoreRecord] = []
+
+        def export(self, records: Sequence[ScoreRecord]) -> int | None:
+            self.records.extend(records)
+            return None
+
+    ids = ["jane.doe@example.com", "session Bearer AbCdEfGhIjKlMnOpQrSt", "conv-42"]
+    with JsonCaptureServer(lambda r: Answer(200, {"data": []})) as server:
+        keep = Keep()
+        dispatcher = SinkDispatcher([PhoenixSink(server.url), keep], queue_size=10, count_drop=lambda *_: None)
+        for cid in ids:
+            dispatcher.offer(_record(conversation_id=cid))
+        assert dispatcher.wait_idle(time.monotonic() + 20)
+        dispatcher.stop(time.monotonic() + 5)
+        posted = [a["metadata"]["gen_ai.conversation.id"] for r in server.posted("/v1/span_annotations")
+                  for a in r.json["data"]]
+    expected = ["[REDACTED_EMAIL]", "session Bearer [REDACTED_TOKEN]", "conv-42"]
+    assert posted == expected and [r.conversation_id for r in keep.records] == expected

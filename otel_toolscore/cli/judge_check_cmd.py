@@ -95,13 +95,32 @@ def run(args: argparse.Namespace) -> int:
     finally:
         judge.shutdown(timeout_seconds=0)
     result = report(scenarios, items, totals)
+    cut = _cut_reasons(result.rows)
     if args.format == "json":
         print(result.model_dump_json(indent=2))
     else:
         _print(result)
+    if cut:
+        print(f"otel-toolscore judge-check: {cut} judge reason(s) longer than {MAX_REASON_CHARS} characters were cut "
+              f"(marked `…[cut N chars]`)", file=sys.stderr)
     if args.min_agreement is not None and (result.verdict_agreement or 0.0) < args.min_agreement:
         return 1
     return 0
+
+
+#: Longest judge reason printed per scenario (a judge can answer megabytes; the table shows 70 characters).
+MAX_REASON_CHARS = 2000
+
+
+def _cut_reasons(rows: list[dict[str, Any]]) -> int:
+    """Cut every row's reason to :data:`MAX_REASON_CHARS`, saying so in it; how many were cut."""
+    cut = 0
+    for row in rows:
+        reason = row.get("reason")
+        if isinstance(reason, str) and len(reason) > MAX_REASON_CHARS:
+            row["reason"] = f"{reason[:MAX_REASON_CHARS]}…[cut {len(reason) - MAX_REASON_CHARS} chars]"
+            cut += 1
+    return cut
 
 
 def _pct(rate: float | None) -> str:

@@ -60,6 +60,14 @@ def add_parser(sub: Any) -> None:
                    help="--forward: encoded bytes of the spans waiting for export at once (default 67108864)")
     g.add_argument("--forward-request-bytes", type=int,
                    help="--forward: encoded spans per export request at most (default 4194304, gRPC's default limit)")
+    g.add_argument("--forward-max-response-bytes", type=int,
+                   help="--forward: largest response body read from the backend (default 4194304)")
+    g.add_argument("--queue-dir", metavar="DIR",
+                   help="--forward: keep accepted requests on disk in DIR until their spans are forwarded; the next "
+                        "start replays what a crash left (default: off, a crash loses the buffered traces)")
+    g.add_argument("--queue-max-bytes", type=int, help="--queue-dir: most bytes on disk (default 1073741824)")
+    g.add_argument("--queue-fsync", action=argparse.BooleanOptionalAction, default=None,
+                   help="--queue-dir: sync each request to the disk before acknowledging it (default off)")
     # The seconds flags these replaced: still accepted, with a deprecation line on stderr.
     for old in _DEPRECATED_SECONDS_FLAGS:
         g.add_argument(f"--{old.replace('_', '-')}", type=float, help=argparse.SUPPRESS)
@@ -84,7 +92,8 @@ _SERVICE_FLAGS = (
     "host", "grpc_port", "http_port", "quiet_period_ms", "hard_timeout_ms", "max_pending_spans", "max_pending_bytes",
     "max_request_bytes", "forward", "export", "export_endpoint", "export_protocol", "drain_timeout_ms",
     "retry_after_ms", "metric_export_interval_ms", "recent_traces", "http_read_timeout_ms", "http_idle_timeout_ms",
-    "http_max_connections", "forward_queue_spans", "forward_queue_bytes", "forward_request_bytes", *_DEPRECATED_SECONDS_FLAGS,
+    "http_max_connections", "forward_queue_spans", "forward_queue_bytes", "forward_request_bytes",
+    "forward_max_response_bytes", "queue_dir", "queue_max_bytes", "queue_fsync", *_DEPRECATED_SECONDS_FLAGS,
 )
 # flag (argparse dest) -> scoring setting
 _SCORING_FLAGS = {"rules": "rules", "expected_tool": "expected_tool", "expected_order": "expected_tool_order",

@@ -652,6 +652,7 @@ class Judge:
             max_text_chars=settings.max_text_chars,
             max_argument_chars=settings.max_argument_chars,
             request_options=request_options,
+            max_response_bytes=settings.max_response_bytes,
         )
         sampler = JudgeSampler(
             settings.ratio,

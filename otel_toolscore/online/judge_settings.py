@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator
 from ..config import ENV_PREFIX
 from ..envconfig import ConfigError, EnvSettings
 from ..files import read_config_text
+from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
 from ..scorers.llm import check_base_url
 
 __all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file"]
@@ -46,7 +47,13 @@ class JudgeSettings(EnvSettings):
     model: str | None = Field(None, description="Judge model name; setting it enables the judge.")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, then OpenAI).")
     api_key: SecretStr | None = Field(None, description="API key (default: `OPENAI_API_KEY`).")
-    timeout_ms: int = Field(30_000, gt=0, le=600_000, description="Milliseconds per HTTP request (per read).")
+    timeout_ms: int = Field(
+        30_000, gt=0, le=600_000, description="Milliseconds per HTTP request, connect to last byte."
+    )
+    max_response_bytes: int = Field(
+        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT,
+        description="Largest answer body read (decoded); a larger one is refused (`error`) and counted.",
+    )
     max_retries: int = Field(2, ge=0, le=10, description="Retries of 408/409/429/5xx and connection errors.")
     deadline_ms: int | None = Field(
         None, gt=0, le=3_600_000,

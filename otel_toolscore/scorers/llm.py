@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, check_max_response_bytes
 from ..model import AgentRun, ToolCall, ToolDefinition
 from ..redact import Redactor, resolve_redactor
 from . import _judge_prompt as prompt
@@ -96,6 +97,8 @@ DEADLINE_TIMEOUTS = 2
 MAX_REPORTED_TOKENS = 10_000_000
 # The bad reply echoed back in a corrective retry is cut to this size (it costs prompt tokens).
 _MAX_ECHO_CHARS = 2000
+# Where the openai client sends requests without a base URL (the origin our client is pinned to).
+_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 def check_base_url(url: str) -> str:
@@ -582,16 +585,25 @@ def _rejects_response_format(exc: BaseException) -> bool:
 def _to_judge_error(exc: BaseException, usage: JudgeUsage) -> JudgeError:
     import openai
 
+    from ..bounded_http import refusal_in
+    from ..http_limits import scrub_body
+
+    refusal = refusal_in(exc)  # raised by our client; openai 1.x wraps it in APIConnectionError
+    if refusal is not None:
+        return JudgeError("error", f"the judge's answer was refused: {refusal}", usage=usage)
     status = _status_of(exc)
+    # An error's text carries the endpoint's body (which may echo the request's Authorization
+    # header): it reaches logs and the evaluation event, so only redacted and cut.
+    said = scrub_body(str(exc), 500)
     if isinstance(exc, openai.APITimeoutError):
-        return JudgeError("timeout", f"the judge did not answer in time ({exc})", usage=usage)
+        return JudgeError("timeout", f"the judge did not answer in time ({said})", usage=usage)
     if isinstance(exc, openai.RateLimitError):
-        return JudgeError("rate_limited", f"rate limited by the judge endpoint after retries ({exc})", status_code=status, usage=usage)
+        return JudgeError("rate_limited", f"rate limited by the judge endpoint after retries ({said})", status_code=status, usage=usage)
     if isinstance(exc, openai.APIStatusError):
-        return JudgeError("error", f"the judge endpoint answered HTTP {status} ({exc})", status_code=status, usage=usage)
+        return JudgeError("error", f"the judge endpoint answered HTTP {status} ({said})", status_code=status, usage=usage)
     if isinstance(exc, openai.APIConnectionError):
-        return JudgeError("error", f"could not reach the judge endpoint ({exc})", usage=usage)
-    return JudgeError("error", f"{type(exc).__name__}: {exc}", status_code=status, usage=usage)
+        return JudgeError("error", f"could not reach the judge endpoint ({said})", usage=usage)
+    return JudgeError("error", f"{type(exc).__name__}: {said}", status_code=status, usage=usage)
 
 
 def _json_text(content: str) -> str:
@@ -690,8 +702,13 @@ class ToolCallAccuracyLLMScorer:
         client: a ready ``openai.OpenAI`` or ``openai.AsyncOpenAI`` (used as it is: its own timeout
             and retry settings apply; a sync client's reads cannot be cut at the deadline, see
             :meth:`run`).
-        timeout: seconds per request; max_retries: retries of 408/409/429/5xx and connection errors
-            by the ``openai`` client (exponential backoff, ``Retry-After`` honoured up to its cap).
+        timeout: seconds per request, connect to last byte (whatever the server trickles); max_retries:
+            retries of 408/409/429/5xx and connection errors by the ``openai`` client (exponential
+            backoff, ``Retry-After`` honoured up to its cap).
+        max_response_bytes: the largest answer body read (decoded) by the client the scorer builds;
+            a larger one is refused (``JudgeError(kind="error")``) and counted in
+            ``toolscore.http.client.refused``. That client also follows no redirect to another
+            origin and logs nothing through httpx (:mod:`otel_toolscore.bounded_http`).
         deadline_s: the longest one judgment may take, everything included (connect, send, every
             answer byte, retries, back-off, a corrective retry, the second request); past it the
             judgment fails with ``JudgeError(kind="timeout")``. Default: twice ``timeout``.
@@ -720,6 +737,7 @@ class ToolCallAccuracyLLMScorer:
         max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
         max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
         request_options: Mapping[str, Any] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not model or not model.strip():
             raise ValueError("model must be a non-empty model name")
@@ -729,9 +747,12 @@ class ToolCallAccuracyLLMScorer:
         deadline_s = DEADLINE_TIMEOUTS * timeout if deadline_s is None else deadline_s
         if not deadline_s > 0:
             raise ValueError("deadline_s must be a positive number of seconds")
+        if not timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds")
         self.timeout = timeout
         self.max_retries = max_retries
         self.deadline_s = float(deadline_s)
+        self.max_response_bytes = check_max_response_bytes(max_response_bytes)
         self.include_arguments = include_arguments
         self.include_results = include_results
         self.redactor: Redactor = resolve_redactor(redact)
@@ -786,7 +807,15 @@ class ToolCallAccuracyLLMScorer:
         api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
         if api_key is None and base_url is not None:
             api_key = "unused"  # local OpenAI-compatible servers usually need no key; the client insists on one
-        return {"base_url": base_url, "api_key": api_key, "timeout": self.timeout, "max_retries": self.max_retries}
+        from ..bounded_http import bounded_async_client
+
+        # The body cap, one deadline per request, no redirect to another origin, no httpx log lines.
+        http_client = bounded_async_client(
+            client="judge", origin=base_url or _OPENAI_BASE_URL, max_response_bytes=self.max_response_bytes,
+            deadline_s=self.timeout,
+        )
+        return {"base_url": base_url, "api_key": api_key, "timeout": self.timeout, "max_retries": self.max_retries,
+                "http_client": http_client}
 
     def _get_loop_client(self) -> Any:
         """The async client :meth:`run` uses on the scorer's own I/O loop."""
@@ -935,7 +964,10 @@ class ToolCallAccuracyLLMScorer:
     async def _judge_async(self, run: AgentRun, client: Any) -> LLMScoreResult:
         import openai
 
-        caught: tuple[type[Exception], ...] = (openai.OpenAIError, *_BODY_ERRORS)
+        from ..bounded_http import ClientRefusal
+
+        # ClientRefusal: our client refused the answer (openai 1.x wraps it as a connection error).
+        caught: tuple[type[Exception], ...] = (openai.OpenAIError, *_BODY_ERRORS, ClientRefusal)
         tally = _Tally(self.model)
 
         async def drive() -> LLMScoreResult:

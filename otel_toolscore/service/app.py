@@ -44,6 +44,7 @@ from .intake import IntakeResult
 from .otlp_sender import ExporterSender, TraceSender, trace_sender
 from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
+from .spool import SpoolingIntake, spool_for
 from .wire import WireSpan, encode_sdk_span, with_attributes, with_new_attributes
 
 if TYPE_CHECKING:
@@ -122,10 +123,13 @@ class ScoringService:
         self._build_outputs(meter_provider, logger_provider, span_exporter)
         downstream: SpanProcessor | None = None
         self._forward: ForwardQueue | None = None
+        # --queue-dir: requests on disk until their spans are forwarded (.spool); only with forwarding
+        self._spool = spool_for(svc, self._sender is not None, self.meter_provider, self._count_drop)
         if svc.forward and self._sender is not None:
             downstream = self._forward = ForwardQueue(
                 self._sender, svc.forward_queue_spans, self._count_drop,
                 request_bytes=svc.forward_request_bytes, capacity_bytes=svc.forward_queue_bytes,
+                on_done=self._spool.forwarded if self._spool is not None else None,
             )
         # the spans of the trace being scored as received (encoded), by span id: forwarded as they came
         self._wire: dict[int, tuple[ReadableSpan, WireSpan]] = {}
@@ -194,7 +198,8 @@ class ScoringService:
             # (default http/protobuf, like every OpenTelemetry SDK). Forwarded spans leave through a
             # sender of encoded requests (as received), the service's own spans through the SDK's.
             if svc.forward and span_exporter is None:
-                self._sender = trace_sender(svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
+                self._sender = trace_sender(svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint,
+                                            max_response_bytes=svc.forward_max_response_bytes)
             else:
                 spans_out = otlp_exporter("traces", svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
             metrics_out, logs_out = (
@@ -485,14 +490,17 @@ class ScoringService:
         """Start the scorer thread and the OTLP receivers."""
         svc = self.config.service
         self._scorer.start()
-        self._receivers = [GrpcReceiver(self, svc), HttpReceiver(self, svc)]
+        intake = self if self._spool is None else SpoolingIntake(self, self._spool)
         try:
+            self._receivers = [GrpcReceiver(intake, svc), HttpReceiver(intake, svc)]
             for r in self._receivers:
                 r.start()
         except Exception:
             self.shutdown()
             raise
         self._started = True
+        if self._spool is not None:
+            self._spool.start_replay(self, retry_after_s=svc.retry_after_ms / 1000)
 
     def _drain_outputs(self, deadline: float) -> None:
         """Events, sinks, callbacks and the judge, within ``deadline``; then their threads stop."""
@@ -557,6 +565,8 @@ class ScoringService:
         # The HTTP receiver last: /healthz answers while draining.
         for r in self._receivers[1:]:
             r.stop(grace=0)
+        if self._spool is not None:
+            self._spool.close()  # what was not released stays on disk for the next start
 
 
 def _bounded(fn: Callable[[], object], deadline: float) -> None:

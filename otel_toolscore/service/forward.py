@@ -58,12 +58,15 @@ class ForwardQueue(SpanProcessor):
         *,
         request_bytes: int = 4 * 1024 * 1024,
         capacity_bytes: int = 64 * 1024 * 1024,
+        on_done: Callable[[list[WireSpan]], None] | None = None,
     ) -> None:
         self.capacity = capacity
         self.capacity_bytes = capacity_bytes
         self.request_bytes = request_bytes
         self.sender = sender
         self._count_drop = count_drop
+        # told of every span the sender is done with (sent, or given up and counted): `--queue-dir`
+        self._on_done = on_done
         self._cond = threading.Condition()
         self._queue: collections.deque[WireSpan] = collections.deque()
         self._held = 0  # taken, not yet through the sender
@@ -124,16 +127,19 @@ class ForwardQueue(SpanProcessor):
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            if self._closed or self._full(size):
-                reason = "drain_timeout" if self._closed or self.deadline is not None else "forward_queue_full"
-                self._count_drop(reason, 1)
-                return False
-            self._held += 1
-            self._held_bytes += size
-            self._queue.append(span)
-            if len(self._queue) >= self.batch_size:
-                self._cond.notify_all()
-        return True
+            taken = not (self._closed or self._full(size))
+            if taken:
+                self._held += 1
+                self._held_bytes += size
+                self._queue.append(span)
+                if len(self._queue) >= self.batch_size:
+                    self._cond.notify_all()
+                return True
+            reason = "drain_timeout" if self._closed or self.deadline is not None else "forward_queue_full"
+            self._count_drop(reason, 1)
+        if reason == "forward_queue_full":
+            self._done([span])  # dropped and counted; a drain's leftovers stay in the on-disk queue
+        return False
 
     # -- the sending thread --------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -156,7 +162,16 @@ class ForwardQueue(SpanProcessor):
                 ok = self.sender.send(build_request(batch), len(batch))
             except Exception:
                 _log.exception("otel-toolscore forward: sending a batch failed")
+            if not self._abandoned:
+                self._done(batch)
             self._sent(len(batch), sum(len(item[2]) for item in batch), ok)
+
+    def _done(self, batch: list[WireSpan]) -> None:
+        if self._on_done is not None:
+            try:
+                self._on_done(batch)
+            except Exception:
+                _log.debug("otel-toolscore forward: on_done failed", exc_info=True)
 
     def _next_batch(self) -> list[WireSpan]:
         """Up to ``batch_size`` spans whose request (spans, their resources' and scopes' fields and

@@ -25,7 +25,6 @@ import threading
 import time
 import zlib
 from collections.abc import Mapping
-from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
@@ -36,6 +35,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.util.re import parse_env_headers
 
 from .. import __version__
+from ..http_limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    check_max_response_bytes,
+    mask_url,
+    retry_after_seconds,
+    scrub_body,
+)
+from ..telemetry.http_refusals import count_http_refusal
 
 __all__ = ["ExporterSender", "GrpcTraceSender", "HttpTraceSender", "TraceSender", "trace_sender"]
 
@@ -112,22 +119,12 @@ class _Backoff:
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 
 
-def _retry_after(value: str | None) -> float | None:
-    """``Retry-After``: seconds, or an HTTP date (RFC 9110)."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
 class HttpTraceSender:
-    """OTLP/HTTP protobuf POSTs to ``endpoint`` (the full ``…/v1/traces`` URL)."""
+    """OTLP/HTTP protobuf POSTs to ``endpoint`` (the full ``…/v1/traces`` URL).
+
+    Through :mod:`otel_toolscore.bounded_http`: each attempt ends by what is left of the timeout,
+    connect to last byte; the response body is read up to ``max_response_bytes``; a redirect to
+    another origin is not followed; the endpoint's user-info never reaches a log line."""
 
     def __init__(
         self,
@@ -139,10 +136,12 @@ class HttpTraceSender:
         certificate_file: str | None = None,
         client_key_file: str | None = None,
         client_certificate_file: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        import httpx
+        from ..bounded_http import bounded_client
 
-        self.endpoint = endpoint
+        self._url = endpoint
+        self.endpoint = mask_url(endpoint)  # as it may be logged
         self.compression = compression
         self.timeout_s = timeout_s
         self._headers = {"content-type": "application/x-protobuf", "user-agent": _USER_AGENT, **(headers or {})}
@@ -151,11 +150,14 @@ class HttpTraceSender:
         tls = ssl.create_default_context(cafile=certificate_file)
         if client_certificate_file and client_key_file:
             tls.load_cert_chain(client_certificate_file, client_key_file)
-        self._client = httpx.Client(verify=tls, timeout=timeout_s)
+        self._client = bounded_client(client="forward", origin=endpoint, verify=tls, deadline_s=timeout_s,
+                                      max_response_bytes=check_max_response_bytes(max_response_bytes))
         self._stop = threading.Event()
 
     def send(self, body: bytes, spans: int) -> bool:
         import httpx
+
+        from ..bounded_http import ClientRefusal
 
         if self.compression == "gzip":
             body = gzip.compress(body, compresslevel=6)
@@ -165,12 +167,15 @@ class HttpTraceSender:
         while True:
             hint: float | None = None
             try:
-                response = self._client.post(self.endpoint, content=body, headers=self._headers,
+                response = self._client.post(self._url, content=body, headers=self._headers,
                                              timeout=max(0.05, backoff.remaining()))
             except httpx.TransportError as exc:  # connection refused/reset, timeouts: retryable
-                problem = f"{type(exc).__name__}: {exc}"
+                problem = f"{type(exc).__name__}: {mask_url(exc)}"
+            except ClientRefusal as exc:  # an answer over the size limit, a redirect elsewhere: not retried
+                _log.error("otel-toolscore forward: %s: %s", self.endpoint, exc)
+                return False
             except Exception as exc:
-                _log.error("otel-toolscore forward: sending to %s failed: %s", self.endpoint, exc)
+                _log.error("otel-toolscore forward: sending to %s failed: %s", self.endpoint, mask_url(exc))
                 return False
             else:
                 if 200 <= response.status_code < 300:
@@ -178,9 +183,9 @@ class HttpTraceSender:
                 problem = f"HTTP {response.status_code}"
                 if response.status_code not in _RETRYABLE_HTTP:
                     _log.error("otel-toolscore forward: %s refused %d spans' request: %s %s", self.endpoint,
-                               spans, problem, response.text[:200])
+                               spans, problem, scrub_body(response.text, 200))
                     return False
-                hint = _retry_after(response.headers.get("retry-after"))
+                hint = retry_after_seconds(response.headers.get("retry-after"))
             if not backoff.wait(hint):
                 _log.error("otel-toolscore forward: %s: %s; retries exhausted within %.1f s", self.endpoint, problem,
                            self.timeout_s)
@@ -210,6 +215,14 @@ def _retry_info_delay(error: Any) -> float | None:
     return None
 
 
+def _too_large(error: Any) -> bool:
+    """Whether grpcio refused the response for its size (our ``max_receive_message_length``)."""
+    try:
+        return "larger than max" in str(error.details()).lower()
+    except Exception:
+        return False
+
+
 class GrpcTraceSender:
     """OTLP/gRPC ``TraceService/Export`` calls to ``target`` (``host:port``)."""
 
@@ -224,15 +237,18 @@ class GrpcTraceSender:
         certificate_file: str | None = None,
         client_key_file: str | None = None,
         client_certificate_file: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         import grpc  # type: ignore[import-untyped,unused-ignore]
 
-        self.target = target
+        self.target = mask_url(target)  # as it may be logged
         self.timeout_s = timeout_s
         self._metadata = tuple((k, v) for k, v in {"user-agent": _USER_AGENT, **(headers or {})}.items())
         compress = {"gzip": grpc.Compression.Gzip, "deflate": grpc.Compression.Deflate}.get(compression, grpc.Compression.NoCompression)
+        # A response larger than this is refused by grpcio itself (RESOURCE_EXHAUSTED, counted below).
+        options = [("grpc.max_receive_message_length", check_max_response_bytes(max_response_bytes))]
         if insecure:
-            self._channel = grpc.insecure_channel(target, compression=compress)
+            self._channel = grpc.insecure_channel(target, options=options, compression=compress)
         else:
             def read(path: str | None) -> bytes | None:
                 if not path:
@@ -243,7 +259,7 @@ class GrpcTraceSender:
             creds = grpc.ssl_channel_credentials(
                 read(certificate_file), read(client_key_file), read(client_certificate_file)
             )
-            self._channel = grpc.secure_channel(target, creds, compression=compress)
+            self._channel = grpc.secure_channel(target, creds, options=options, compression=compress)
         self._call = self._channel.unary_unary(
             _GRPC_METHOD,
             request_serializer=bytes,  # requests arrive encoded
@@ -267,6 +283,8 @@ class GrpcTraceSender:
             except grpc.RpcError as err:
                 code = err.code()  # type: ignore[attr-defined,unused-ignore]
                 hint = _retry_info_delay(err)
+                if code == self._exhausted and _too_large(err):
+                    count_http_refusal("forward", "response_too_large")
                 if code not in self._retryable and not (code == self._exhausted and hint is not None):
                     _log.error("otel-toolscore forward: %s refused %d spans' request: %s %s", self.target,
                                spans, code, err.details())  # type: ignore[attr-defined,unused-ignore]
@@ -276,7 +294,7 @@ class GrpcTraceSender:
                                self.timeout_s)
                     return False
             except Exception as exc:
-                _log.error("otel-toolscore forward: sending to %s failed: %s", self.target, exc)
+                _log.error("otel-toolscore forward: sending to %s failed: %s", self.target, mask_url(exc))
                 return False
 
     def shutdown(self) -> None:
@@ -303,17 +321,25 @@ class ExporterSender:
         self.exporter.shutdown()
 
 
-def trace_sender(protocol: str, endpoint: str | None = None, environ: Mapping[str, str] | None = None) -> TraceSender:
+def trace_sender(
+    protocol: str,
+    endpoint: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> TraceSender:
     """The sender ``otlp_exporter("traces", protocol, endpoint)`` would be: ``endpoint`` is a base URL
     (``/v1/traces`` is appended for HTTP; gRPC is plain text unless it is ``https://``); without it
-    the ``OTEL_EXPORTER_OTLP_*`` variables decide, as for the SDK's exporters."""
+    the ``OTEL_EXPORTER_OTLP_*`` variables decide, as for the SDK's exporters. A response larger
+    than ``max_response_bytes`` is refused and counted (``toolscore.http.client.refused``)."""
     env = os.environ if environ is None else environ
     tls = {
         "certificate_file": _env("CERTIFICATE", env),
         "client_key_file": _env("CLIENT_KEY", env),
         "client_certificate_file": _env("CLIENT_CERTIFICATE", env),
     }
-    common: dict[str, Any] = {"headers": _headers(env), "compression": _compression(env), "timeout_s": _timeout(env), **tls}
+    common: dict[str, Any] = {"headers": _headers(env), "compression": _compression(env), "timeout_s": _timeout(env),
+                              "max_response_bytes": max_response_bytes, **tls}
     if protocol == "grpc":
         url = endpoint or _env("ENDPOINT", env) or "http://localhost:4317"
         parsed = urlparse(url if "://" in url else f"//{url}")

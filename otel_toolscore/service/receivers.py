@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import zlib
 from collections.abc import Iterable
 from concurrent import futures
@@ -53,6 +55,29 @@ _REJECTED_MESSAGE = "spans without a trace id or span id"
 
 def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+def _bind_problem(what: str, host: str, port: int, exc: OSError, flag: str) -> str:
+    reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+    return f"cannot listen for {what} on {_hostport(host, port)}: {reason} (choose another port with {flag})"
+
+
+def _check_free(host: str, port: int, what: str, flag: str) -> None:
+    """Bind ``host:port`` as the receiver will (``SO_REUSEADDR``, no ``SO_REUSEPORT``) and let it go;
+    ``OSError`` naming the port and the flag when it cannot be had."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError):
+        return  # the receiver's own bind says why
+    for family, kind, proto, _name, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                raise OSError(_bind_problem(what, host, port, exc, flag)) from None
 
 
 def _retry_status(code: int, message: str, retry_after_ms: int) -> status_pb2.Status:
@@ -145,9 +170,15 @@ class GrpcReceiver:
             handlers.append(grpc.method_handlers_generic_handler(service_name, {"Export": method}))
         self._server.add_generic_rpc_handlers(handlers)
         self.address = _hostport(settings.host, settings.grpc_port)
-        self.port = self._server.add_insecure_port(self.address)
+        # grpcio logs its own line (through its C core, on stderr) and raises a RuntimeError when the
+        # port is taken: a taken port is found first, and said once, naming the flag.
+        _check_free(settings.host, settings.grpc_port, "OTLP/gRPC", "--grpc-port")
+        try:
+            self.port = self._server.add_insecure_port(self.address)
+        except RuntimeError:  # taken between the check and grpcio's bind
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind OTLP/gRPC on {self.address}")
+            raise OSError(f"cannot listen for OTLP/gRPC on {self.address} (choose another port with --grpc-port)")
 
     def start(self) -> None:
         self._server.start()
@@ -194,9 +225,13 @@ class HttpReceiver:
             max_connections=settings.http_max_connections,
             retry_after=settings.retry_after_header,
         )
-        self._server = HttpServer(
-            settings.host, settings.http_port, limits, handle=self._handle, precheck=self._precheck, observe=self._observe
-        )
+        try:
+            self._server = HttpServer(
+                settings.host, settings.http_port, limits, handle=self._handle, precheck=self._precheck,
+                observe=self._observe,
+            )
+        except OSError as exc:
+            raise OSError(_bind_problem("OTLP/HTTP", settings.host, settings.http_port, exc, "--http-port")) from None
         self.port: int = self._server.port
 
         def open_connections(_options: CallbackOptions) -> Iterable[Observation]:

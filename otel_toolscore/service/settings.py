@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..config import ENV_PREFIX, Settings
 from ..envconfig import ConfigError, EnvSettings, build_settings, migrate_renamed
 from ..files import read_config_text
+from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -104,6 +105,11 @@ class ServiceSettings(EnvSettings):
         description="Enrich-and-forward: encoded spans per export request at most (a batch is cut there; a larger "
         "span goes alone). 4 MiB is the default largest message a gRPC server (the Collector's too) receives.",
     )
+    forward_max_response_bytes: int = Field(
+        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT,
+        description="Enrich-and-forward: largest response body read from the backend (decoded); a larger one is "
+        "refused and counted (`toolscore.http.client.refused`), the batch counted as `forward_failed`.",
+    )
     retry_after_ms: int = Field(
         2_000, ge=1, le=3_600_000,
         description="Retry delay advertised when refusing under overload (HTTP `Retry-After` rounds it up to whole seconds).",
@@ -123,11 +129,32 @@ class ServiceSettings(EnvSettings):
     recent_traces: int = Field(
         100_000, ge=0, le=10_000_000, description="Completed trace ids remembered to recognise late spans."
     )
+    queue_dir: str | None = Field(
+        None,
+        description="Enrich-and-forward: keep every accepted request in an on-disk queue in this directory until its "
+        "spans are forwarded; the next start replays what a crash left (off by default).",
+    )
+    queue_max_bytes: int = Field(
+        1024 * 1024 * 1024, ge=1024 * 1024, le=1 << 44,
+        description="`queue_dir`: most bytes the queue takes on disk; past it requests are refused (retryable).",
+    )
+    queue_fsync: bool = Field(
+        False,
+        description="`queue_dir`: sync every request to the disk before acknowledging it (off: written to the file, "
+        "which a killed process cannot lose; a machine crash can lose the last seconds).",
+    )
 
     @field_validator("host")
     @classmethod
     def _check_host(cls, value: str) -> str:
         return check_bind_host(value)
+
+    @field_validator("queue_dir")
+    @classmethod
+    def _check_queue_dir(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            return None
+        return value
 
     @property
     def retry_after_header(self) -> str:
@@ -215,6 +242,10 @@ def load_config(
         key = sorted(unknown)[0]
         raise ConfigError(f"unknown setting {where.get(key, key)!s} ({key})")
     service = build_settings(ServiceSettings, svc_values, where)
+    if service.queue_dir and not service.forward:
+        source = where.get("queue_dir", "queue_dir")
+        raise ConfigError(f"{source}: the on-disk queue needs enrich-and-forward (--forward): a request is released "
+                          f"once its spans are forwarded")
 
     # Scoring: the processor's own reader checks OTEL_TOOLSCORE_* (unknown keys are warned about there).
     from_env = Settings.from_env(env)

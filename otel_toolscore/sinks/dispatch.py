@@ -18,6 +18,7 @@ from opentelemetry import context as otel_context
 from pydantic import BaseModel, ConfigDict
 
 from ..online.workers import QueueWorker
+from ..redact import redact
 from .base import ScoreSink
 from .record import ScoreRecord
 
@@ -114,6 +115,17 @@ class _Lane:
             )
 
 
+def _redacted(record: ScoreRecord) -> ScoreRecord:
+    conversation = record.conversation_id
+    if not conversation:
+        return record
+    try:
+        cleaned = redact(conversation)
+    except Exception:  # a redactor failing must not let the id through
+        cleaned = "[REDACTED]"
+    return record if cleaned == conversation else record.model_copy(update={"conversation_id": cleaned})
+
+
 class SinkDispatcher:
     """Hands every record to every sink through one bounded queue per sink.
 
@@ -134,7 +146,13 @@ class SinkDispatcher:
         return [lane.sink for lane in self._lanes]
 
     def offer(self, record: ScoreRecord) -> None:
-        """Queue ``record`` for every sink; never blocks, never raises (a full queue is counted)."""
+        """Queue ``record`` for every sink; never blocks, never raises (a full queue is counted).
+
+        The conversation id comes from the application's data: it goes through the built-in
+        redaction (:func:`otel_toolscore.redact.redact`) before any sink sees it."""
+        if not self._lanes:
+            return
+        record = _redacted(record)
         for lane in self._lanes:
             lane.offer(record)
 

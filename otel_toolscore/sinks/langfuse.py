@@ -21,16 +21,22 @@ SDK's variables: ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_BA
 
 from __future__ import annotations
 
+import logging
+import math
 import os
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import http_limits
+from ..bounded_http import bounded_client
 from .base import ScoreSink
 from .record import ScoreRecord
-from .retry import RetryableError, SinkError, check_request_limits, with_retries
+from .retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
 
 if TYPE_CHECKING:
+    import httpx
     from langfuse.api import LangfuseAPI
 
 __all__ = ["DEFAULT_BASE_URL", "LangfuseSink", "langfuse_scores"]
@@ -49,12 +55,20 @@ class LangfuseSink(ScoreSink):
 
     Args:
         public_key, secret_key, base_url, environment: default to the Langfuse SDK's variables.
-        timeout_s: per request.
-        max_retries: further attempts after a connection error, 408/409/429 or 5xx (exponential
-            backoff, ``Retry-After`` honoured up to 4 s); other errors are not retried.
+        timeout_s: the deadline of one request, connect to last byte, whatever the server trickles.
+        max_retries: further attempts after a connection error, a timeout, 408/409/429 or 5xx
+            (exponential backoff; ``Retry-After``, in seconds or as an HTTP date, honoured up to 4 s);
+            other errors are not retried.
         max_batch: records per request (two scores each).
-        api: a ``langfuse.api.LangfuseAPI`` to use (e.g. ``Langfuse().api``) instead of building one.
+        max_response_bytes: the largest response body read (decoded); a larger one is refused and
+            counted (``toolscore.http.client.refused``).
+        api: a ``langfuse.api.LangfuseAPI`` to use (e.g. ``Langfuse().api``) instead of building one
+            (its own HTTP client then applies: no body cap, deadline or redirect rule of ours).
         environ: where the variables are read (default ``os.environ``).
+
+    The sink's own client follows no redirect to another origin (counted, the batch fails), keeps
+    user-info out of every log line, warning and ``repr``, and logs a response body only redacted
+    and cut.
     """
 
     name = "langfuse"
@@ -69,43 +83,51 @@ class LangfuseSink(ScoreSink):
         timeout_s: float = 5.0,
         max_retries: int = 2,
         max_batch: int = 100,
+        max_response_bytes: int = http_limits.DEFAULT_MAX_RESPONSE_BYTES,
         api: LangfuseAPI | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        _import_langfuse()
         try:
             from langfuse.api import LangfuseAPI
             from langfuse.api.core import ApiError
         except ImportError as exc:
             raise ImportError(_NEEDS_LANGFUSE) from exc
         check_request_limits(timeout_s, max_retries, max_batch)
+        self.max_response_bytes = http_limits.check_max_response_bytes(max_response_bytes)
         env = os.environ if environ is None else environ
         self.environment = environment or env.get("LANGFUSE_TRACING_ENVIRONMENT") or None
         self.max_retries = max_retries
         self.max_batch = max_batch
         self._timeout_s = timeout_s
         self._api_error = ApiError
+        self._client: httpx.Client | None = None
         if api is None:
             public_key = public_key or env.get("LANGFUSE_PUBLIC_KEY")
             secret_key = secret_key or env.get("LANGFUSE_SECRET_KEY")
             if not public_key or not secret_key:
                 raise ValueError("LangfuseSink needs a public and a secret key (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY)")
-            base_url = base_url or env.get("LANGFUSE_BASE_URL") or env.get("LANGFUSE_HOST") or DEFAULT_BASE_URL
-            if not base_url.startswith(("http://", "https://")):
-                raise ValueError(f"Langfuse base URL must be an http(s) URL, not {base_url!r}")
+            base_url, setting = _base_url(base_url, env)
+            url = http_limits.check_endpoint(base_url, setting)  # ConfigError naming where the URL came from
             from .. import __version__
 
+            self._client = bounded_client(
+                client="langfuse", origin=url, max_response_bytes=max_response_bytes, deadline_s=timeout_s
+            )
             api = LangfuseAPI(
-                base_url=base_url.rstrip("/"),
+                base_url=base_url.strip().rstrip("/"),
                 username=public_key,
                 password=secret_key,
                 x_langfuse_sdk_name="otel-toolscore",
                 x_langfuse_sdk_version=__version__,
                 x_langfuse_public_key=public_key,
                 timeout=timeout_s,
+                httpx_client=self._client,
             )
-            self.base_url = base_url.rstrip("/")
+            #: the base URL as it may be shown (user-info masked)
+            self.base_url = http_limits.mask_url(base_url.strip().rstrip("/"))
         else:
-            self.base_url = base_url or ""
+            self.base_url = http_limits.mask_url(base_url or "")
         self._api = api
 
     def export(self, records: Sequence[ScoreRecord]) -> int | None:
@@ -119,23 +141,67 @@ class LangfuseSink(ScoreSink):
         return None
 
     def _send(self, scores: list[Any]) -> Any:
-        import httpx
-
+        # Raised `from None`: the SDK's ApiError prints the response's headers and body whole.
         try:
-            return self._api.scores.create(
-                request=scores, request_options={"max_retries": 0, "timeout_in_seconds": int(max(1, self._timeout_s))}
-            )
-        except httpx.TransportError as exc:
-            raise RetryableError(f"Langfuse at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+            with http_failures(f"Langfuse at {self.base_url}"):
+                return self._api.scores.create(
+                    request=scores,
+                    request_options={"max_retries": 0, "timeout_in_seconds": math.ceil(self._timeout_s)},
+                )
         except self._api_error as exc:
             status = exc.status_code
-            detail = f"Langfuse at {self.base_url} answered {status}: {str(exc.body)[:300]}"
+            detail = f"Langfuse at {self.base_url} answered {status}: {http_limits.scrub_body(str(exc.body))}"
             if status is None or status >= 500 or status in (408, 409, 429):
-                raise RetryableError(detail) from exc
-            raise SinkError(detail) from exc
+                raise RetryableError(detail, retry_after=_retry_after(exc.headers)) from None
+            raise SinkError(detail) from None
+
+    def shutdown(self) -> None:
+        if self._client is not None:
+            self._client.close()
 
     def __repr__(self) -> str:
         return f"LangfuseSink(base_url={self.base_url!r})"
+
+
+def _import_langfuse() -> None:
+    """Import the ``langfuse`` package, leaving the host's ``httpx`` logger as it was.
+
+    Importing it sets the ``httpx`` logger to WARNING and gives it a console handler of its own
+    (``langfuse/logger.py``, to quieten its requests): a change to the whole process's logging. When
+    the import is ours (the application has not imported langfuse itself), that is undone; our own
+    requests are kept out of httpx's log by :func:`otel_toolscore.bounded_http.quiet_httpx_logs`.
+    """
+    if "langfuse" in sys.modules:
+        return
+    logger = logging.getLogger("httpx")
+    level, handlers = logger.level, list(logger.handlers)
+    try:
+        import langfuse  # noqa: F401
+    except ImportError:
+        return  # said by the caller
+    finally:
+        logger.setLevel(level)
+        for handler in [h for h in logger.handlers if h not in handlers]:
+            logger.removeHandler(handler)
+
+
+def _base_url(given: str | None, env: Mapping[str, str]) -> tuple[str, str]:
+    """The base URL and the setting it came from (named when it is not a usable URL)."""
+    if given:
+        return given, "base_url"
+    for name in ("LANGFUSE_BASE_URL", "LANGFUSE_HOST"):
+        value = env.get(name)
+        if value and value.strip():
+            return value, name
+    return DEFAULT_BASE_URL, "base_url"
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """``Retry-After`` of an error response (the SDK hands its headers over as a plain dict)."""
+    for key, value in (headers or {}).items():
+        if key.lower() == "retry-after":
+            return http_limits.retry_after_seconds(value)
+    return None
 
 
 def langfuse_scores(record: ScoreRecord, *, environment: str | None = None) -> list[Any]:

@@ -13,14 +13,24 @@ retried (every 10 s for up to 10 minutes in 20.x) instead of failing with 404.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
+from ..bounded_http import bounded_client, quiet_httpx_logs, read_capped_sync
+from ..http_limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    check_endpoint,
+    check_max_response_bytes,
+    mask_url,
+    retry_after_seconds,
+    scrub_body,
+)
 from .base import ScoreSink
 from .record import ScoreRecord
-from .retry import RetryableError, SinkError, check_request_limits, with_retries
+from .retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
 
 __all__ = ["DEFAULT_ENDPOINT", "PhoenixSink"]
 
@@ -35,11 +45,20 @@ class PhoenixSink(ScoreSink):
         endpoint: Phoenix's base URL (``http://localhost:6006``, or a Phoenix Cloud space URL).
         api_key: sent as ``Authorization: Bearer <key>`` when Phoenix has authentication on.
         headers: extra request headers.
-        timeout_s: per request (connect, read, write).
-        max_retries: further attempts after a connection error, 429 or 5xx (exponential backoff,
-            ``Retry-After`` honoured up to 4 s); other errors are not retried.
+        timeout_s: the deadline of one request, connect to last byte, whatever the server trickles.
+        max_retries: further attempts after a connection error, a timeout, 429 or 5xx (exponential
+            backoff, ``Retry-After`` in seconds or as an HTTP date honoured up to 4 s); other errors are
+            not retried.
         max_batch: annotations per request.
-        client: an ``httpx.Client`` to use instead of the sink's own (proxies, TLS settings).
+        max_response_bytes: the largest response body read (decoded); a larger one is refused and
+            counted (``toolscore.http.client.refused``).
+        client: an ``httpx.Client`` to use instead of the sink's own (its transport, proxies and TLS
+            settings apply; its body is still read up to ``max_response_bytes``, and the deadline is
+            checked between the chunks it returns, since its reads cannot be interrupted).
+
+    The sink's own client follows no redirect to another origin (counted, the batch fails), keeps
+    the endpoint's user-info out of every log line, warning and ``repr``, and logs a response body
+    only redacted and cut.
     """
 
     name = "phoenix"
@@ -53,23 +72,28 @@ class PhoenixSink(ScoreSink):
         timeout_s: float = 5.0,
         max_retries: int = 2,
         max_batch: int = 100,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         client: httpx.Client | None = None,
     ) -> None:
-        url = httpx.URL(endpoint.strip())
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(f"Phoenix endpoint must be an http(s) URL, not {endpoint!r}")
+        url = check_endpoint(endpoint, "endpoint")  # ConfigError naming the setting
         check_request_limits(timeout_s, max_retries, max_batch)
+        self.max_response_bytes = check_max_response_bytes(max_response_bytes)
         base = str(url).rstrip("/")
         # The OTLP endpoint Phoenix's own clients are often given: the REST API is beside it.
-        self.endpoint = base.removesuffix("/v1/traces")
-        self.url = self.endpoint + _PATH
+        self._base = base.removesuffix("/v1/traces")
+        self._url = self._base + _PATH
+        #: the base URL and the annotations URL as they may be shown (user-info masked)
+        self.endpoint = mask_url(self._base)
+        self.url = mask_url(self._url)
         self.max_retries = max_retries
         self.max_batch = max_batch
         self._headers = {"Content-Type": "application/json", **(dict(headers) if headers else {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._own_client = client is None
-        self._client = client if client is not None else httpx.Client(timeout=timeout_s)
+        self._client = client if client is not None else bounded_client(
+            client="phoenix", origin=url, max_response_bytes=max_response_bytes, deadline_s=timeout_s
+        )
         self._timeout_s = timeout_s
 
     def export(self, records: Sequence[ScoreRecord]) -> int | None:
@@ -78,16 +102,28 @@ class PhoenixSink(ScoreSink):
         return None
 
     def _post(self, body: dict[str, Any]) -> None:
-        try:
-            response = self._client.post(self.url, json=body, headers=self._headers, timeout=self._timeout_s)
-        except httpx.TransportError as exc:
-            raise RetryableError(f"Phoenix at {self.endpoint}: {type(exc).__name__}: {exc}") from exc
-        if response.is_success:
+        with http_failures(f"Phoenix at {self.endpoint}"):
+            status, headers, text = self._send(body)
+        if 200 <= status < 300:
             return
-        detail = f"Phoenix at {self.endpoint} answered {response.status_code}: {response.text[:300]}"
-        if response.status_code == 429 or response.status_code >= 500:
-            raise RetryableError(detail, retry_after=_retry_after(response))
+        detail = f"Phoenix at {self.endpoint} answered {status}: {scrub_body(text)}"
+        if status == 429 or status >= 500:
+            raise RetryableError(detail, retry_after=retry_after_seconds(headers.get("Retry-After")))
+        if 300 <= status < 400:
+            detail += f" (redirect to {mask_url(headers.get('Location', '?'))} not followed)"
         raise SinkError(detail)
+
+    def _send(self, body: dict[str, Any]) -> tuple[int, httpx.Headers, str]:
+        if self._own_client:
+            response = self._client.post(self._url, json=body, headers=self._headers, timeout=self._timeout_s)
+            return response.status_code, response.headers, response.text
+        # A given client: its own transport, the body still read capped (deadline checked between chunks).
+        deadline = time.monotonic() + self._timeout_s
+        with quiet_httpx_logs(), self._client.stream(
+            "POST", self._url, json=body, headers=self._headers, timeout=self._timeout_s
+        ) as response:
+            data = read_capped_sync(response, self.max_response_bytes, client="phoenix", deadline=deadline)
+            return response.status_code, response.headers, data.decode("utf-8", "replace")
 
     def shutdown(self) -> None:
         if self._own_client:
@@ -118,12 +154,3 @@ def annotation(record: ScoreRecord) -> dict[str, Any]:
         "metadata": metadata,
     }
 
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None

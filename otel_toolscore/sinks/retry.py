@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-__all__ = ["MAX_BACKOFF_S", "RetryableError", "SinkError", "check_request_limits", "with_retries"]
+__all__ = ["MAX_BACKOFF_S", "RetryableError", "SinkError", "check_request_limits", "http_failures", "with_retries"]
 
 T = TypeVar("T")
 
@@ -51,3 +52,25 @@ def check_request_limits(timeout_s: float, max_retries: int, max_batch: int) -> 
         raise ValueError("max_retries must be 0 or more")
     if max_batch < 1:
         raise ValueError("max_batch must be at least 1")
+
+
+@contextlib.contextmanager
+def http_failures(where: str) -> Iterator[None]:
+    """Turn what an HTTP request of a sink raised into its :class:`SinkError`: connection errors and
+    timeouts (the request's deadline included) are retryable; a refused answer (body over the
+    limit, redirect to another origin) and other HTTP errors are not.
+
+    Raised ``from None``: a chained exception would print the request or the response whole."""
+    import httpx
+
+    from ..bounded_http import ClientRefusal
+    from ..http_limits import mask_url
+
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise RetryableError(f"{where}: {type(exc).__name__}: {mask_url(exc)}") from None
+    except ClientRefusal as exc:
+        raise SinkError(f"{where}: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise SinkError(f"{where}: {type(exc).__name__}: {mask_url(exc)}") from None

@@ -15,6 +15,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from ..config import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
+from ..http_limits import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    MAX_RESPONSE_BYTES_LIMIT,
+    MIN_RESPONSE_BYTES,
+    check_endpoint,
+    mask_url,
+)
 from .base import ScoreSink
 
 __all__ = [
@@ -28,6 +35,10 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+_TIMEOUT = "Deadline of one request, connect to last byte."
+_MAX_RESPONSE = "Largest response body read (decoded); a larger one is refused and counted."
+
+
 class PhoenixSinkSettings(BaseModel):
     """``OTEL_TOOLSCORE_PHOENIX_*``; endpoint and key fall back to Phoenix's own variables."""
 
@@ -37,9 +48,12 @@ class PhoenixSinkSettings(BaseModel):
         None, description="Phoenix base URL (default: `PHOENIX_COLLECTOR_ENDPOINT`, else `http://localhost:6006`)."
     )
     api_key: SecretStr | None = Field(None, description="Bearer key (default: `PHOENIX_API_KEY`).")
-    timeout_ms: int = Field(5_000, ge=1, le=600_000, description="Per request.")
+    timeout_ms: int = Field(5_000, ge=1, le=600_000, description=_TIMEOUT)
     max_retries: int = Field(2, ge=0, le=10, description="Further attempts after a connection error, 429 or 5xx.")
     max_batch: int = Field(100, ge=1, le=10_000, description="Annotations per request.")
+    max_response_bytes: int = Field(
+        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT, description=_MAX_RESPONSE
+    )
 
 
 class LangfuseSinkSettings(BaseModel):
@@ -47,9 +61,12 @@ class LangfuseSinkSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout_ms: int = Field(5_000, ge=1, le=600_000, description="Per request.")
+    timeout_ms: int = Field(5_000, ge=1, le=600_000, description=_TIMEOUT)
     max_retries: int = Field(2, ge=0, le=10, description="Further attempts after a connection error, 408/409/429 or 5xx.")
     max_batch: int = Field(100, ge=1, le=10_000, description="Records per request (two scores each).")
+    max_response_bytes: int = Field(
+        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT, description=_MAX_RESPONSE
+    )
 
 
 _SETTINGS: dict[str, type[BaseModel]] = {"phoenix": PhoenixSinkSettings, "langfuse": LangfuseSinkSettings}
@@ -84,19 +101,23 @@ def sink_settings_from_env(name: str, environ: Mapping[str, str] | None = None) 
 
 def sink_from_name(name: str, environ: Mapping[str, str] | None = None) -> ScoreSink:
     """The built-in sink ``name``, configured from the environment. Raises when it cannot be built
-    (``ImportError``: a missing package; ``ValueError``: missing credentials, a bad endpoint)."""
+    (``ImportError``: a missing package; ``ValueError``: missing credentials; :class:`ConfigError`
+    naming the variable: an endpoint that is not a usable URL)."""
     env = os.environ if environ is None else environ
     settings = sink_settings_from_env(name, env)
     if isinstance(settings, PhoenixSinkSettings):
         from .phoenix import DEFAULT_ENDPOINT, PhoenixSink
 
         key = settings.api_key.get_secret_value() if settings.api_key is not None else env.get("PHOENIX_API_KEY")
+        endpoint, source = _phoenix_endpoint(settings, env, DEFAULT_ENDPOINT)
+        check_endpoint(endpoint, source)  # names the variable, not the constructor's argument
         return PhoenixSink(
-            settings.endpoint or env.get("PHOENIX_COLLECTOR_ENDPOINT") or DEFAULT_ENDPOINT,
+            endpoint,
             api_key=key or None,
             timeout_s=settings.timeout_ms / 1000,
             max_retries=settings.max_retries,
             max_batch=settings.max_batch,
+            max_response_bytes=settings.max_response_bytes,
         )
     assert isinstance(settings, LangfuseSinkSettings)
     from .langfuse import LangfuseSink
@@ -105,8 +126,18 @@ def sink_from_name(name: str, environ: Mapping[str, str] | None = None) -> Score
         timeout_s=settings.timeout_ms / 1000,
         max_retries=settings.max_retries,
         max_batch=settings.max_batch,
+        max_response_bytes=settings.max_response_bytes,
         environ=env,
     )
+
+
+def _phoenix_endpoint(settings: PhoenixSinkSettings, env: Mapping[str, str], default: str) -> tuple[str, str]:
+    if settings.endpoint:
+        return settings.endpoint, f"{ENV_PREFIX}PHOENIX_ENDPOINT"
+    collector = env.get("PHOENIX_COLLECTOR_ENDPOINT")
+    if collector and collector.strip():
+        return collector, "PHOENIX_COLLECTOR_ENDPOINT"
+    return default, "the default Phoenix endpoint"
 
 
 def resolve_sinks(
@@ -128,8 +159,13 @@ def resolve_sinks(
         for name in parse_sink_names(item, source="sinks" if strict else SINKS_ENV, strict=strict):
             try:
                 out.append(sink_from_name(name, environ))
-            except (ImportError, ValueError) as exc:
+            except (ImportError, ValueError) as exc:  # ConfigError included
                 if strict:
                     raise ConfigError(f"sink {name!r}: {exc}") from None
-                _log.warning("otel-toolscore: sink %r from %s not started: %s", name, SINKS_ENV, exc)
+                _log.warning("otel-toolscore: sink %r from %s not started: %s", name, SINKS_ENV, mask_url(exc))
+            except Exception as exc:  # whatever else building it raised: still never into the host
+                if strict:
+                    raise ConfigError(f"sink {name!r}: {type(exc).__name__}: {mask_url(exc)}") from None
+                _log.warning("otel-toolscore: sink %r from %s not started: %s: %s", name, SINKS_ENV,
+                             type(exc).__name__, mask_url(exc))
     return out

@@ -21,6 +21,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, T
 from .. import __version__
 from . import names as n
 from .attributes import openinference_annotation
+from .http_refusals import observe_http_refusals
 
 if TYPE_CHECKING:
     from ..scorers.llm import LLMScoreResult
@@ -140,6 +141,9 @@ class Emitter:
             unit="{run}",
             description="Runs waiting for the LLM judge.",
         )
+        # Answers our HTTP clients (sinks, judge, forwarding) refused: process-wide counts, read at collection.
+        if metrics_enabled:
+            observe_http_refusals(meter)
 
     # -- counters ---------------------------------------------------------------------------------
     def _guard(self, what: str, exc: BaseException) -> None:

@@ -59,6 +59,7 @@ METRIC_JUDGE_DURATION: Final = "toolscore.judge.duration"
 METRIC_JUDGE_QUEUE_DEPTH: Final = "toolscore.judge.queue_depth"
 
 ATTR_OUTCOME: Final = "toolscore.outcome"
+ATTR_HTTP_CLIENT: Final = "toolscore.client"
 ATTR_REASON: Final = "toolscore.reason"
 ATTR_EXPECTED_TOOL: Final = "toolscore.expected_tool"
 
@@ -86,6 +87,14 @@ DROP_REASONS: Final = (
     "sink_queue_full",
     "sink_failed",
 )
+# -- our HTTP clients (sinks, judge, forwarding) -------------------------------------------------------
+# Answers refused by one of our HTTP clients, by client and reason (`toolscore.http.client.refused`).
+METRIC_HTTP_CLIENT_REFUSED: Final = "toolscore.http.client.refused"
+HTTP_CLIENTS: Final = ("phoenix", "langfuse", "judge", "forward")
+# response_too_large: a body (decoded) over the client's `max_response_bytes`, or announced over it by
+# Content-Length; redirect: a redirect to another origin (scheme, host, port), never followed;
+# deadline: no complete answer (connect to last byte) within the request's deadline.
+HTTP_REFUSE_REASONS: Final = ("response_too_large", "redirect", "deadline")
 # -- score sinks (``otel_toolscore.sinks``) -------------------------------------------------------------
 # Built-in sinks, by the name ``OTEL_TOOLSCORE_SINKS`` lists.
 SINK_NAMES: Final = ("phoenix", "langfuse")
@@ -142,10 +151,18 @@ METRIC_SERVICE_PENDING_BYTES: Final = "toolscore.service.pending_bytes"
 METRIC_SERVICE_HTTP_CLOSED: Final = "toolscore.service.http.closed"
 METRIC_SERVICE_HTTP_CONNECTIONS: Final = "toolscore.service.http.connections"
 METRIC_SERVICE_FORWARD_BACKLOG: Final = "toolscore.service.forward_backlog"
+# `serve --queue-dir`: the on-disk queue of accepted requests (bytes on disk, requests not released,
+# spans replayed at start).
+METRIC_SERVICE_QUEUE_BYTES: Final = "toolscore.service.queue.bytes"
+METRIC_SERVICE_QUEUE_REQUESTS: Final = "toolscore.service.queue.requests"
+METRIC_SERVICE_QUEUE_REPLAYED: Final = "toolscore.service.queue.replayed"
 ATTR_SIGNAL: Final = "toolscore.signal"
 SERVICE_SIGNALS: Final = ("spans", "logs")
 # Why a request was refused (the sender keeps the data and retries for the retryable ones).
-SERVICE_REFUSE_REASONS: Final = ("overload", "draining", "invalid", "too_large", "read_timeout")
+# queue_full / queue_error (`--queue-dir`): the on-disk queue is at its byte limit / cannot be written.
+SERVICE_REFUSE_REASONS: Final = (
+    "overload", "draining", "invalid", "too_large", "read_timeout", "queue_full", "queue_error"
+)
 # Why the service closed or refused an OTLP/HTTP connection (`toolscore.service.http.closed`).
 SERVICE_HTTP_CLOSE_REASONS: Final = ("connection_limit", "read_timeout", "idle_timeout", "protocol_error")
 # How a buffered trace left the service's buffer: complete (root ended, nothing missing, quiet
@@ -154,7 +171,9 @@ SERVICE_TRACE_OUTCOMES: Final = ("complete", "timeout", "drained")
 # Drop reasons the service adds to `toolscore.dropped` (a span or log record that was not scored).
 # drain_timeout: buffered spans not scored (or not forwarded) before the SIGTERM drain deadline;
 # forward_queue_full / forward_failed: enrich-and-forward spans the exporter never took / could not send;
-# duplicate_span: a span the buffer already held (a sender's retry), kept once.
+# duplicate_span: a span the buffer already held (a sender's retry), kept once;
+# queue_corrupt (`--queue-dir`): a request found damaged on disk at start, not replayed.
 SERVICE_DROP_REASONS: Final = (
-    "late_log", "orphan_logs", "invalid_span", "drain_timeout", "forward_queue_full", "forward_failed", "duplicate_span"
+    "late_log", "orphan_logs", "invalid_span", "drain_timeout", "forward_queue_full", "forward_failed", "duplicate_span",
+    "queue_corrupt",
 )
