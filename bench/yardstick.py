@@ -1,13 +1,15 @@
 """Yardstick: what the hot-path targets mean on this machine, measured in the same run as ours.
 
-The targets of issue 10 (agent thread at most 1.10x, whole process at most 1.30x the bare SDK) were set against
-a *minimal* processor that does only what every scored run must cost: read the tool name of each
-``execute_tool`` span, score the run's order against a fixed expectation, copy the root with the
-score attribute, write one ``gen_ai.evaluation.result`` log record and one histogram point. Nothing
-else: one convention, no assembly, no content, no rules, no bounds, no counters, no run model.
+The whole-process target is set against a *minimal* processor that does only what every scored run
+must cost: read the tool name of each tool span (one convention, one key), score the run's order
+against a fixed expectation, copy the root with the score attribute, write one
+``gen_ai.evaluation.result`` log record and one histogram point. Nothing else: no assembly, no
+content, no rules, no bounds, no counters, no run model. Its worker-thread form runs in every
+``hot_path`` round beside the SDK alone and ours, and ours may cost at most twice its overhead
+there: whole process ≤ ``1 + 2 x (yardstick - 1)`` (:func:`total_target`).
 
-It is measured two ways, beside the SDK alone and ``ToolScoreSpanProcessor`` on the same workload
-(the 7-span GenAI run, content off, 1 thread, alternating rounds):
+This section measures it two ways, beside the SDK alone and ``ToolScoreSpanProcessor`` on the same
+workload (the 7-span GenAI run, content off, 1 thread, alternating rounds):
 
 * ``sync``: the work done in ``on_end`` on the application's thread;
 * ``worker``: ``on_end`` appends the span to a deque; a background thread that wakes every 2 ms
@@ -35,7 +37,6 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.trace import NonRecordingSpan, set_span_in_context
 
 from .common import Result
-from .hot_path import TARGET_AGENT, TARGET_TOTAL, WORKLOADS, _measure
 from .pipelines import (
     NoopLogExporter,
     NoopMetricExporter,
@@ -45,15 +46,32 @@ from .pipelines import (
     baseline_pipeline,
     candidate_pipeline,
 )
+from .workloads import WORKLOADS, measure
 
-_EXPECTED = WORKLOADS["genai7"][2].expected_tool_order
+#: The agent thread's target: at most this times the SDK alone (issue 10, kept).
+TARGET_AGENT = 1.10
+
+#: Per workload, how the minimal processor finds a tool span and its name: (kind key, kind value,
+#: tool-name key), one convention each.
+TOOL_KEYS: dict[str, tuple[str, str, str]] = {
+    "genai7": ("gen_ai.operation.name", "execute_tool", "gen_ai.tool.name"),
+    "openinference30": ("openinference.span.kind", "TOOL", "tool.name"),
+}
+
+
+def total_target(yardstick_ratio_total: float) -> float:
+    """The whole-process target: twice the yardstick's overhead over the SDK alone, same rounds."""
+    return 1.0 + 2.0 * (yardstick_ratio_total - 1.0)
 
 
 class MinimalProcessor(SpanProcessor):
     """Score + root copy + event + metric for one convention, nothing else (see the module doc)."""
 
-    def __init__(self, downstream: SpanProcessor, meter_provider: MeterProvider, logger_provider: LoggerProvider) -> None:
+    def __init__(self, downstream: SpanProcessor, meter_provider: MeterProvider, logger_provider: LoggerProvider,
+                 workload: str = "genai7") -> None:
         self.downstream = downstream
+        self.kind_key, self.kind_value, self.name_key = TOOL_KEYS[workload]
+        self.expected = WORKLOADS[workload][2].expected_tool_order or ()
         self.tools: dict[int, list[str]] = {}
         self.histogram = meter_provider.get_meter("yardstick").create_histogram("yardstick.score", unit="1")
         self.logger = logger_provider.get_logger("yardstick")
@@ -69,12 +87,12 @@ class MinimalProcessor(SpanProcessor):
         ctx = span.context
         if ctx is None:
             return span
-        if attrs.get("gen_ai.operation.name") == "execute_tool":
-            self.tools.setdefault(ctx.trace_id, []).append(str(attrs.get("gen_ai.tool.name")))
+        if attrs.get(self.kind_key) == self.kind_value:
+            self.tools.setdefault(ctx.trace_id, []).append(str(attrs.get(self.name_key)))
         if span.parent is not None:
             return span
         called = iter(self.tools.pop(ctx.trace_id, ()))
-        score = 1.0 if all(name in called for name in _EXPECTED) else 0.0  # in order, others allowed
+        score = 1.0 if all(name in called for name in self.expected) else 0.0  # in order, others allowed
         copy = dict(attrs)
         copy["toolscore.code.score"] = score
         self.logger.emit(
@@ -110,8 +128,9 @@ class MinimalProcessor(SpanProcessor):
 class MinimalWorkerProcessor(MinimalProcessor):
     """The same work on a background thread: ``on_end`` only appends to a deque."""
 
-    def __init__(self, downstream: SpanProcessor, meter_provider: MeterProvider, logger_provider: LoggerProvider) -> None:
-        super().__init__(downstream, meter_provider, logger_provider)
+    def __init__(self, downstream: SpanProcessor, meter_provider: MeterProvider, logger_provider: LoggerProvider,
+                 workload: str = "genai7") -> None:
+        super().__init__(downstream, meter_provider, logger_provider, workload)
         self.queue: collections.deque[ReadableSpan] = collections.deque()
         self.busy = False
         self.stopped = False
@@ -145,14 +164,15 @@ class MinimalWorkerProcessor(MinimalProcessor):
         self.downstream.shutdown()
 
 
-def _minimal_pipeline(cls: type[MinimalProcessor]) -> Pipeline:
+def minimal_pipeline(cls: type[MinimalProcessor], workload: str = "genai7") -> Pipeline:
+    """The SDK + BatchSpanProcessor with ``cls`` in front, for ``workload``'s convention."""
     exporter = NoopSpanExporter()
     logs = NoopLogExporter()
     lp = LoggerProvider()
     lp.add_log_record_processor(BatchLogRecordProcessor(logs))
     mp = MeterProvider(metric_readers=[PeriodicExportingMetricReader(NoopMetricExporter(), export_interval_millis=60_000)])
     provider = TracerProvider()
-    provider.add_span_processor(cls(_bsp(exporter), mp, lp))
+    provider.add_span_processor(cls(_bsp(exporter), mp, lp, workload))
     return Pipeline(provider, exporter, None, mp, lp, logs)
 
 
@@ -162,8 +182,8 @@ def run(result: Result, *, quick: bool) -> None:
     expectation = WORKLOADS["genai7"][2]
     pipelines = {
         "SDK + BatchSpanProcessor": baseline_pipeline,
-        "minimal processor, sync": lambda: _minimal_pipeline(MinimalProcessor),
-        "minimal processor, worker thread": lambda: _minimal_pipeline(MinimalWorkerProcessor),
+        "minimal processor, sync": lambda: minimal_pipeline(MinimalProcessor),
+        "minimal processor, worker thread": lambda: minimal_pipeline(MinimalWorkerProcessor),
         "ToolScoreSpanProcessor": lambda: candidate_pipeline(expectations=(expectation,)),
     }
     names = list(pipelines)
@@ -171,24 +191,25 @@ def run(result: Result, *, quick: bool) -> None:
     for r in range(rounds):
         order = names if r % 2 == 0 else names[::-1]
         for name in order:
-            rows[name].append(_measure(pipelines[name], "genai7", runs, 1, False))
+            rows[name].append(measure(pipelines[name], "genai7", runs, 1, False))
     base = rows[names[0]]
+    agent = {name: [c["agent"] / b["agent"] for b, c in zip(base, rows[name])] for name in names[1:]}
+    total = {name: [c["total"] / b["total"] for b, c in zip(base, rows[name])] for name in names[1:]}
+    target = total_target(statistics.median(total["minimal processor, worker thread"]))
     for name in names[1:]:
-        agent = [c["agent"] / b["agent"] for b, c in zip(base, rows[name])]
-        total = [c["total"] / b["total"] for b, c in zip(base, rows[name])]
         result.add(
             name=f"genai7, 1 thread, content off: {name}",
             rounds=rounds,
             runs_per_round=runs,
             baseline_agent_us_per_run=round(statistics.median(b["agent"] for b in base) * 1e6, 1),
             agent_us_per_run=round(statistics.median(c["agent"] for c in rows[name]) * 1e6, 1),
-            ratio_agent=round(statistics.median(agent), 3),
-            ratio_agent_min_max=[round(min(agent), 3), round(max(agent), 3)],
+            ratio_agent=round(statistics.median(agent[name]), 3),
+            ratio_agent_min_max=[round(min(agent[name]), 3), round(max(agent[name]), 3)],
             baseline_total_us_per_run=round(statistics.median(b["total"] for b in base) * 1e6, 1),
             total_us_per_run=round(statistics.median(c["total"] for c in rows[name]) * 1e6, 1),
-            ratio_total=round(statistics.median(total), 3),
-            ratio_total_min_max=[round(min(total), 3), round(max(total), 3)],
+            ratio_total=round(statistics.median(total[name]), 3),
+            ratio_total_min_max=[round(min(total[name]), 3), round(max(total[name]), 3)],
             target_agent=TARGET_AGENT,
-            target_total=TARGET_TOTAL,
+            target_total=round(target, 3),  # 1 + 2 x the worker-thread row's overhead, these rounds
             roots_scored_and_exported=sum(c["scored_roots"] for c in rows[name]),
         )

@@ -39,13 +39,41 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
         assert row["ratio_agent"] > 0 and row["verdict_agent"] in ("PASS", "MISS")
         assert row["ratio_total"] > 0 and row["verdict_total"] in ("PASS", "MISS")
         assert row["roots_scored_and_exported"] > 0  # the candidate really scored the runs it timed
+        # The yardstick ran in the same rounds, scored its runs, and set this row's whole-process target.
+        assert row["yardstick_roots_scored_and_exported"] > 0 and row["yardstick_ratio_total"] > 0
+        assert row["target_total"] == pytest.approx(1 + 2 * (row["yardstick_ratio_total"] - 1), abs=0.0006)
+        assert row["target_agent"] == 1.10
+        assert row["verdict_agent"] == ("PASS" if row["ratio_agent"] <= 1.10 else "MISS")
+        assert row["verdict_total"] == ("PASS" if row["ratio_total"] <= row["target_total"] else "MISS")
     yardstick = doc["sections"]["yardstick"]["rows"]
     assert len(yardstick) == 3  # the two minimal processors and ours, each against the SDK alone
     assert all(r["roots_scored_and_exported"] > 0 and r["ratio_total"] > 0 for r in yardstick)
+    worker = next(r for r in yardstick if r["name"].endswith("minimal processor, worker thread"))
+    assert all(r["target_total"] == pytest.approx(1 + 2 * (worker["ratio_total"] - 1), abs=0.002) for r in yardstick)
     scorer_modes = {r["mode"] for r in doc["sections"]["scorer"]["rows"]}
     assert scorer_modes == {"ordered-lenient", "ordered-strict", "unordered", "subset", "superset"}
     assert all(r["spans"] > 0 for r in doc["sections"]["extraction"]["rows"])
+    offline = {r["name"].split(",")[0]: r for r in doc["sections"]["offline"]["rows"]}
+    floors = {"offline protobuf": ("ExportTraceServiceRequest.FromString", 0.10),
+              "offline json lines": ("json.loads per line, streaming", 0.40)}
+    for name, (floor, target) in floors.items():  # ours and its floor, on the same file in the same rounds
+        row = offline[name]
+        assert row["floor"] == floor and row["target"] == target
+        assert row["spans"] > 0 and row["spans_per_s"] > 0 and row["floor_spans_per_s"] > 0 and row["ratio"] > 0
+        assert row["verdict"] == ("PASS" if row["ratio"] >= target else "MISS")
+    rss = offline["offline peak RSS"]
+    assert rss["peak_rss_mb"] > 0 and rss["spans"] > 0 and rss["target"] == 300
+    assert rss["verdict"] == ("PASS" if rss["peak_rss_mb"] <= 300 else "MISS")
     service = {r["target"]: r for r in doc["sections"]["service"]["rows"]}
     assert service["service"]["complete"] and service["rotel"]["complete"]
-    # The table is printed too.
+    ours = service["service"]
+    assert ours["runs_scored"] == ours["runs"] and ours["evaluation_records"] >= ours["runs"]
+    assert ours["spans_per_s"] > 0 and ours["cpu_us_per_span"] > 0  # read from the service's own /proc stat
+    assert service["rotel"]["cpu_us_per_span"] >= 0  # clock ticks: a tiny load may cost rotel less than one
+    assert ours["rotel_spans_per_s"] == service["rotel"]["spans_per_s"]
+    assert ours["rotel_cpu_us_per_span"] == service["rotel"]["cpu_us_per_span"]
+    assert ours["verdict_spans_per_s"] == ("PASS" if ours["spans_per_s"] >= 12_000 else "MISS")
+    assert ours["verdict_cpu"] == ("PASS" if ours["cpu_us_per_span"] <= 60 else "MISS")
+    # The table is printed too, with the verdict columns.
     assert "## hot_path" in proc.stdout and "## import_time" in proc.stdout
+    assert "total target" in proc.stdout and "CPU µs/span" in proc.stdout and "json.loads per line, streaming" in proc.stdout
