@@ -130,6 +130,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("rotel CPU µs/span", "rotel_cpu_us_per_span"),
         ("÷ rotel spans/s", "ratio"),
         ("refused", "refused"),
+        ("retry wait s", "retry_wait_s"),
         ("runs scored", "runs_scored"),
     ],
     "import_time": [

@@ -4,7 +4,8 @@ its CPU per span, beside rotel forwarding the same OTLP load in the same rounds.
 The load is recorded once: the scripted agent's runs (7 spans each, content captured) encoded as
 OTLP/protobuf export requests of 70 runs (490 spans), 98,000 spans in all. In every round the same
 requests (with fresh trace ids) are POSTed over OTLP/HTTP by ``SENDERS`` concurrent clients (one
-connection each, the requests dealt out in turn), to:
+connection each, the requests dealt out in turn; a refusal retried after its ``Retry-After``, at most
+1 s, as the SDK's exporter backs off first), to:
 
 * ``direct``: the sink itself (the harness ceiling: clients and sink alone, in this process);
 * ``rotel``: a rotel collector (PyPI ``rotel``, its own process) forwarding over OTLP/HTTP to the
@@ -182,10 +183,12 @@ def _payloads(requests: list[ExportTraceServiceRequest], round_no: int) -> list[
     return out
 
 
-def _post_all(port: int, payloads: list[bytes], timeout: float) -> int:
-    """POST every payload on one connection (retrying refusals as an OTLP exporter would); returns refusals seen."""
+def _post_all(port: int, payloads: list[bytes], timeout: float) -> tuple[int, float]:
+    """POST every payload on one connection, retrying refusals as an OTLP exporter would (after the
+    ``Retry-After`` given, at most 1 s: the SDK exporter's first back-off); returns (refusals, seconds waited)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     refused = 0
+    waited = 0.0
     deadline = time.monotonic() + timeout
     try:
         for body in payloads:
@@ -199,15 +202,17 @@ def _post_all(port: int, payloads: list[bytes], timeout: float) -> int:
                 if resp.status not in (429, 502, 503, 504) or time.monotonic() > deadline:
                     raise RuntimeError(f"POST refused with {resp.status}")
                 retry_after = resp.getheader("Retry-After")
-                time.sleep(min(float(retry_after), 1.0) if retry_after and retry_after.isdigit() else 0.05)
+                delay = min(float(retry_after), 1.0) if retry_after and retry_after.isdigit() else 0.05
+                time.sleep(delay)
+                waited += delay
     finally:
         conn.close()
-    return refused
+    return refused, waited
 
 
-def _send(port: int, payloads: list[bytes], senders: int, timeout: float) -> int:
-    """``payloads`` dealt out to ``senders`` concurrent connections; returns the refusals they saw."""
-    refused = [0] * senders
+def _send(port: int, payloads: list[bytes], senders: int, timeout: float) -> tuple[int, float]:
+    """``payloads`` dealt out to ``senders`` concurrent connections: (refusals, seconds senders waited on them)."""
+    refused = [(0, 0.0)] * senders
     errors: list[BaseException] = []
 
     def one(k: int) -> None:
@@ -223,7 +228,7 @@ def _send(port: int, payloads: list[bytes], senders: int, timeout: float) -> int
         t.join()
     if errors:
         raise errors[0]
-    return sum(refused)
+    return sum(r for r, _ in refused), sum(w for _, w in refused)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -278,15 +283,16 @@ def _one_pass(sink: Sink, which: str, port: int, pid: int | None, payloads: list
     sink.reset()
     cpu0 = cpu_seconds(pid) if pid is not None else 0.0
     t0 = time.perf_counter()
-    refused = _send(port, payloads, senders, timeout)
+    refused, waited = _send(port, payloads, senders, timeout)
     ok = sink.wait_for(timeout, spans=spans, scored=runs if which == "service" else 0)
     wall = time.perf_counter() - t0
     records_ok = True
     if which == "service":  # its evaluation records are part of its per-run work
         records_ok = sink.wait_for(RECORDS_SETTLE_S, records=runs)
     cpu = cpu_seconds(pid) - cpu0 if pid is not None else None
-    return {"wall": wall, "cpu": cpu, "cpu_wall": time.perf_counter() - t0, "complete": ok, "records_complete": records_ok, "refused": refused,
-            "records": sink.records, "scored": sink.scored}
+    return {"wall": wall, "cpu": cpu, "cpu_wall": time.perf_counter() - t0, "complete": ok,
+            "records_complete": records_ok, "refused": refused, "retry_wait": waited, "records": sink.records,
+            "scored": sink.scored}
 
 
 def run(result: Result, *, quick: bool) -> None:
@@ -335,6 +341,7 @@ def run(result: Result, *, quick: bool) -> None:
             "spans_per_s": round(total / wall),
             "complete": all(p["complete"] for p in got),
             "refused": sum(p["refused"] for p in got),
+            "retry_wait_s": round(sum(p["retry_wait"] for p in got), 2),  # summed over senders and rounds
         }
         if which != "direct":
             cpu = statistics.median(p["cpu"] for p in got)
@@ -361,7 +368,8 @@ def run(result: Result, *, quick: bool) -> None:
         result.add(**figures[which])
     result.notes.append(
         f"service: `otel-toolscore serve --forward` and rotel each in their own process; {senders} OTLP/HTTP "
-        "client connections; the service's time includes its quiet period (100 ms after a trace's last span) "
+        "client connections, refusals retried after their Retry-After (at most 1 s; retry wait s: summed over "
+        "senders and rounds); the service's time includes its quiet period (100 ms after a trace's last span) "
         "before scoring, rotel's its 100 ms batch timeout on the last batch; CPU per span from /proc/<pid>/stat "
         "(the service's read once its evaluation records have arrived); cores busy = CPU s / wall s over the "
         "same window."
