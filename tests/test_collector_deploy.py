@@ -344,8 +344,10 @@ def test_example_agent_exits_promptly_when_its_collector_refuses(sig: str) -> No
     env.update(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}", OTEL_BSP_SCHEDULE_DELAY="100",
                OTEL_BSP_MAX_EXPORT_BATCH_SIZE="8", RUN_INTERVAL_S="0.01", EXIT_FLUSH_MS="2000")
     proc = subprocess.Popen([sys.executable, str(DEPLOY / "example-agent" / "agent.py")], env=env,
-                            stderr=subprocess.DEVNULL)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # its signal handlers are in place (imports take seconds on a busy machine)
         time.sleep(2.0)  # runs pile up in the queue while the exporter retries
         assert proc.poll() is None
         t0 = time.monotonic()

@@ -301,6 +301,72 @@ def test_live_reader_gives_the_readers_facts_or_declines() -> None:
     assert taken > 1000 and declined > 1000, (taken, declined)
 
 
+def _oi_span_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
+    """OpenInference spans: (name, attributes, scope, status, status message, with an exception event)."""
+    kinds: list[Any] = ["LLM", "TOOL", "CHAIN", "AGENT", "EVALUATOR", "RETRIEVER", "llm", 7]
+    names = ["agent", "model", "tools", "ChatOpenAI", "handoff to billing", "search", "helper.run", "agent run",
+             "invoke_agent y", "execute_tool z"]
+    scopes = [None, "openinference.instrumentation.langchain", "openinference.instrumentation.llama_index",
+              "openinference.instrumentation.crewai", "openinference.instrumentation.smolagents", "pydantic-ai",
+              "openinference.instrumentation.openai_agents"]
+    extras: list[dict[str, Any]] = [
+        {},
+        {"tool.name": "get_weather", "tool_call.id": " c1 ", "input.value": '{"city": "Paris"}', "output.value": "sunny"},
+        {"tool.name": "handoff", "tool.parameters": '{"to_agent": "x"}', "input.value": '{"args": [], "kwargs": {}}'},
+        {"agent.name": "planner", "session.id": "s1", "graph.node.id": "Researcher"},
+        {"input.value": '{"__type": "tool_call_with_context", "tool_call": {"name": "a", "args": {}, "id": "c2"}}'},
+        {"input.value": "hi", "output.value": '{"messages": [{"role": "ai", "content": "done"}]}'},
+        {"metadata": '{"langgraph_node": "agent"}', "output.value": "StopEvent(result=1)"},
+        {"llm.output_messages.0.message.role": "assistant",
+         "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c3",
+         "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",
+         "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "weather?",
+         "llm.tools.0.tool.json_schema": '{"type": "function", "function": {"name": "get_weather"}}'},
+        {"output.value": '{"choices": [{"message": {"role": "assistant", "tool_calls": []}}]}', "crew_agents": "[]"},
+        {"gen_ai.operation.name": "chat"},
+        {"traceloop.span.kind": "task"},
+        {"tool_arguments": "{}"},
+        {"error.type": "Timeout", "long": "x" * 400},
+    ]
+    statuses = [(StatusCode.UNSET, None), (StatusCode.ERROR, "Tool get_weather not found")]
+    for kind, name, scope, extra, (code, msg), event in itertools.product(
+        kinds, names, scopes, extras, statuses, (False, True)
+    ):
+        yield name, {"openinference.span.kind": kind, **extra}, scope, code, msg, event
+
+
+def test_live_openinference_reader_gives_the_readers_facts_or_declines() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    taken = declined = 0
+    for name, attrs, scope, code, msg, event in _oi_span_shapes():
+        tracer = provider.get_tracer(scope or "plain")
+        # the kind set after start, as LangGraph's root gets it
+        with tracer.start_as_current_span(name, attributes=dict(list(attrs.items())[1:])) as s:
+            s.set_attribute("openinference.span.kind", attrs["openinference.span.kind"])
+            if event:
+                s.record_exception(ValueError("bad"))
+            s.set_status(Status(code, msg))
+        span = exporter.get_finished_spans()[-1]
+        exporter.clear()
+        for opts in OPTIONS:
+            fast = fast_read.read_live_oi_span(span, opts)
+            if fast is None:
+                declined += 1
+                continue
+            taken += 1
+            assert _facts(fast) == _facts(read_span(record_from_readable(span), opts)), (name, attrs, scope, code, msg)
+    assert taken > 1000 and declined > 1000, (taken, declined)
+
+
+def test_live_openinference_reader_declines_every_key_another_reader_reacts_to() -> None:
+    """Every marker key of the readers is either OpenInference's (or read by its reader), or declined."""
+    assert readers._MARKERS - {"openinference.span.kind", "gen_ai.system", "gen_ai.provider.name", "agent_name"} <= (
+        fast_read._NOT_OPENINFERENCE_KEYS
+    )
+
+
 def test_live_reader_declines_every_key_another_reader_reacts_to() -> None:
     """Every marker key of the readers is either one the GenAI reader alone reads, or declined."""
     genai_own = {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.system",

@@ -43,6 +43,7 @@ def main() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print("example-agent: running; SIGTERM or SIGINT stops it", flush=True)
     while not stop.is_set():
         agent, query, tools = rng.choice(BAD if rng.random() < failure_rate else GOOD)
         run_scripted_agent(tracer, agent, query, tools)

@@ -101,6 +101,10 @@ class Core:
         #: traces with roots ready to be scored at the end of the current batch, in the order they
         #: became ready
         self._dirty: dict[int, TraceState] = {}
+        #: traces left with nothing open, held or ready in the current batch (done at its end)
+        self._quiet: dict[int, TraceState] = {}
+        #: traces with spans that root a run only under a tool span (see _settle_maybes)
+        self._maybes: dict[int, TraceState] = {}
         self._ended = 0  # spans ended so far: the order roots are handed on in
         self._out = Release()
         self._out_order: list[int] = []
@@ -119,13 +123,22 @@ class Core:
         self._sorted = True
         return out
 
-    def feed(self, items: Iterable[tuple[Any, ...]]) -> Release:
+    def feed(self, items: Sequence[tuple[Any, ...]]) -> Release:
         """Run queued starts, ends and log records through the core, score the roots that ended
-        (:meth:`settle`), and return what was released (:meth:`take`)."""
+        (:meth:`settle`), and return what was released (:meth:`take`).
+
+        A span that starts and ends within ``items`` is never open when its trace is scored (roots
+        are scored once the whole batch is in): its start records only the context captured there,
+        and its end does the rest — most spans cost the core one step, not two."""
+        ended = {id(item[1]) for item in items if item[0] == END or item[0] == HOLD}
         for item in items:
             kind = item[0]
             try:
                 if kind == START:
+                    if id(item[1]) in ended:
+                        if item[2] is not None:
+                            self._context_only(item[1], item[2])
+                        continue
                     self.start(item[1], item[2])
                 elif kind == LOG:
                     self.log(item[1])
@@ -210,6 +223,19 @@ class Core:
             else:
                 self.drop("open_spans_limit")
 
+    def _context_only(self, span: Any, context: StartContext) -> None:
+        """The context captured where a span started, for a span whose end follows in the batch."""
+        ids = self.source.ids(span)
+        if ids is None:
+            return
+        state = self.table.traces.get(ids[0]) or self._state(ids[0])
+        if state is None:
+            return
+        if len(state.contexts) < self._max_open:
+            state.contexts[ids[1]] = context
+        else:
+            self.drop("open_spans_limit")
+
     def end(self, span: Any, hand_on: bool) -> None:
         """A span ended. ``hand_on``: the adapter left handing it on to the core."""
         self._ended += 1
@@ -252,6 +278,17 @@ class Core:
                     state.agent_roots.add(sid)
             else:
                 self.drop("spans_per_trace_limit")
+        if (
+            hand_on
+            and facts is not None
+            and facts.role == "other"
+            and sid not in state.local_roots
+            and "openinference" in facts.conventions
+        ):
+            # the root of a graph run as a tool, if its parent is a tool span: told at settle()
+            state.maybe[sid] = HeldRoot(sid, span, 0.0, True, self._ended)
+            self._maybes[trace_id] = state
+            return
         is_root = hand_on or sid in state.local_roots or (facts is not None and facts.role == "agent")
         if is_root:
             try:
@@ -266,7 +303,8 @@ class Core:
         if state.held:
             self._release_ready(state)
         if not state.open and not state.held and not state.ready:
-            self._finish(state)
+            # finished when the batch is (settle): a span of it whose start this batch skipped may follow
+            self._quiet[state.trace_id] = state
 
     def lost_root(self, span: Any) -> None:
         """A span that may root a run ended but never reached the core (the adapter's queue was
@@ -290,7 +328,8 @@ class Core:
         if state.held:
             self._release_ready(state)
         if not state.open and not state.held and not state.ready:
-            self._finish(state)
+            self._quiet[state.trace_id] = state
+        self.settle()
 
     def log(self, record: Any) -> None:
         """A log record (GenAI <= 1.36 events, event-only instrumentations) joins its trace's facts;
@@ -337,7 +376,10 @@ class Core:
 
     def settle(self) -> None:
         """Score the roots that ended since the last call (one assembly per trace), in the order
-        their traces became ready; their spans are released in the order they ended."""
+        their traces became ready; their spans are released in the order they ended. Traces with
+        nothing open, held or ready any more are done."""
+        if self._maybes:
+            self._settle_maybes()
         dirty = self._dirty
         while dirty:
             trace_id = next(iter(dirty))
@@ -345,6 +387,38 @@ class Core:
             self._score_ready(state)
             if not state.open and not state.held:
                 self._finish(state)
+        quiet = self._quiet
+        if quiet:
+            for state in quiet.values():
+                if not state.open and not state.held and not state.ready:
+                    self._finish(state)
+            quiet.clear()
+
+    def _settle_maybes(self) -> None:
+        """Spans left to the core that root a run only under a tool span (what the assembler calls
+        a nested graph's root): roots when their parent is a tool span (ended, or still open),
+        handed on unchanged otherwise."""
+        maybes, self._maybes = self._maybes, {}
+        for state in maybes.values():
+            held, state.maybe = state.maybe, {}
+            roles = {f.span_id: f.role for f in state.facts if not f.from_log}
+            for sid, root in held.items():
+                parent = state.parents.get(sid)
+                role = roles.get(parent) if parent is not None else None
+                if role is None and parent is not None and parent in state.started:
+                    role = _role_at_start(self.source, state.started[parent])
+                if role == "tool":
+                    try:
+                        self._root_ended(state, sid, root.span, True)
+                        continue
+                    except Exception:
+                        _log.debug("otel-toolscore could not score a root", exc_info=True)
+                        self.count_run("error", None)
+                        if sid in state.held:
+                            continue
+                self._hand_on(root.span, None, root.order)
+            if not state.open and not state.held and not state.ready:
+                self._quiet[state.trace_id] = state
 
     def _score_ready(self, state: TraceState) -> None:
         ready, state.ready = state.ready, []
@@ -380,6 +454,11 @@ class Core:
         runs still open are counted as lost."""
         self.table.mark_evicted(state.trace_id)
         self._holding.pop(state.trace_id, None)
+        if state.maybe:
+            self._maybes.pop(state.trace_id, None)
+            for root in state.maybe.values():
+                self._hand_on(root.span, None, root.order)
+            state.maybe = {}
         if state.held:
             self._release_ready(state, force=True)
         self._dirty.pop(state.trace_id, None)
@@ -503,8 +582,13 @@ class Core:
         if expectation is None:
             outcome = "no_expectation"
         elif not run.tool_calls and not _saw_model_output(state.facts) and not (
-            traces_every_tool_call(run.conventions) and any(f.role == "llm" for f in state.facts)
-        ):  # a framework that traces every tool it runs: model spans and no tool span = no call
+            span is not None
+            and traces_every_tool_call(run.conventions)
+            and any(f.role == "llm" for f in state.facts)
+        ):
+            # A framework that traces every tool it runs: model spans and no tool span = no call. Said
+            # of a run whose root the core holds; a nested run found only when its trace is assembled
+            # (its root span already left, unscored) is not credited with calling nothing.
             outcome = "no_tool_calls_visible"
         else:
             try:

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ..extract import ExtractOptions, SpanFacts, classify_start, read_span, record_from_readable
-from ..extract.fast_read import read_live_span
-from ..extract.readers import AGENT_OPS, may_have_facts
+from ..extract.fast_read import read_live_oi_span, read_live_span
+from ..extract.readers import AGENT_OPS, ROLE_OPS, may_have_facts
 from ..extract.records import has_events, plain_attributes
 
 __all__ = ["SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "scored_copy"]
@@ -71,6 +71,8 @@ class SdkSpans:
     @staticmethod
     def read(span: Any, options: ExtractOptions, ids: HexIds | None = None) -> SpanFacts | None:
         facts = read_live_span(span, options, ids)  # a scalar GenAI span: one table lookup
+        if facts is None:
+            facts = read_live_oi_span(span, options, ids)  # an OpenInference span: its reader alone
         if facts is None and may_have_facts(span.name, plain_attributes(span), has_events(span)):
             facts = read_span(record_from_readable(span), options)
         # else: an HTTP, database, queue … span: only its parent link matters
@@ -103,9 +105,20 @@ class SdkSpans:
         if parent is None or parent.is_remote:
             return True
         op = attrs.get("gen_ai.operation.name")
-        if op is not None:  # what classify_start decides first, in one look-up
-            return op in AGENT_OPS
+        if op is not None and op in AGENT_OPS:  # what the GenAI reader decides first
+            return True
+        kind = attrs.get("openinference.span.kind")
+        if kind is not None and str(kind).upper() not in _NEVER_ROOTS:
+            # an agent, or a chain that roots a graph run when its parent is a tool span (the core
+            # tells which when the batch is settled; it hands on the others unchanged)
+            return True
+        if op is not None and op in ROLE_OPS:
+            return False  # a model or tool span by the GenAI reader, whatever else it carries
         return classify_start(span.name, attrs) == "agent"
+
+
+#: OpenInference span kinds that never root a run (a model call, an executed call, an evaluator).
+_NEVER_ROOTS = frozenset({"LLM", "TOOL", "EVALUATOR"})
 
 
 def _context_is_tuple() -> bool:

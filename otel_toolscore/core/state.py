@@ -57,8 +57,8 @@ class TraceState:
     """One trace being watched; the collections are created on first use."""
 
     __slots__ = (
-        "agent_roots", "contexts", "created", "facts", "held", "hex", "local_roots", "open", "parents", "ready",
-        "scored", "started", "trace_id",
+        "agent_roots", "contexts", "created", "facts", "held", "hex", "local_roots", "maybe", "open", "parents",
+        "ready", "scored", "started", "trace_id",
     )
 
     def __init__(self, trace_id: int, created: float) -> None:
@@ -81,6 +81,9 @@ class TraceState:
         self.scored: set[str] = set()
         #: agent roots seen: what eviction counts as lost runs
         self.agent_roots: set[str] = set()
+        #: spans left to the core that root a run only if their parent is a tool span (a nested
+        #: graph's root): decided when the batch is settled
+        self.maybe: dict[str, HeldRoot] = {}
 
     def has_open_descendant(self, span_id: str) -> bool:
         """Whether a span still open lies under ``span_id``. O(spans known), cycle-safe: every span's

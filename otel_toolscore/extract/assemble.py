@@ -111,21 +111,40 @@ def needs_inputs(facts: Sequence[SpanFacts]) -> bool:
     runs: only a call the model requested that no tool span ran (it may be history echoed back, or
     take its result and status from a later model call's input), and a model call that recorded no
     output (its calls are read from the next call's input) are decided by what the model was given.
-    Everything else — the usual trace, every requested call ran — is read from outputs and tool spans."""
+    Everything else — the usual trace, every requested call ran — is read from outputs and tool spans.
+
+    A requested call counts as run when a tool span has its id, or when tool spans not claimed by an
+    id ran at least as many calls of its name (the general rules pair those by name and order)."""
     if not any(f.deferred for f in facts):  # materialized: what is left is input content
         return False
     ran: set[str] = set()
+    by_name: dict[str, int] = {}
     for f in facts:
-        if f.call is not None and f.call.call_id:
-            ran.add(f.call.call_id)
+        call = f.call
+        if call is not None:
+            if call.call_id:
+                ran.add(call.call_id)
+            by_name[call.name] = by_name.get(call.name, 0) + 1
         if f.context_call is not None and f.context_call.call_id:
             ran.add(f.context_call.call_id)
+    unclaimed: dict[str, int] | None = None
     for f in facts:
         if f.role == "llm" and not f.from_log and not f.requested and not f.saw_output:
             return True
         for req in (*f.requested, *f.requested_fallback):
-            if req.call_id and req.call_id not in ran:
+            if req.call_id and req.call_id in ran:
+                continue
+            if unclaimed is None:  # calls of each name whose ids no request names
+                unclaimed = dict(by_name)
+                for g in facts:
+                    for r in (*g.requested, *g.requested_fallback):
+                        c = r.call_id
+                        if c and c in ran and r.name in unclaimed:
+                            unclaimed[r.name] -= 1
+            left = unclaimed.get(req.name, 0)
+            if left <= 0:
                 return True
+            unclaimed[req.name] = left - 1
     return False
 
 

@@ -20,11 +20,11 @@ from typing import Any
 
 from ..run_records import CallRecord
 from .facts import ExtractOptions, SpanFacts, reports_error, root_attributes
-from .readers import _LLM_OPS, GENAI_CONTENT, _scope_tag, settle_content
-from .records import _STATUS_BY_ID, plain_attributes
+from .readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, settle_content, settle_facts
+from .records import _STATUS_BY_ID, SpanRecord, plain_attributes
 from .values import clean_id
 
-__all__ = ["read_live_span"]
+__all__ = ["read_live_oi_span", "read_live_span"]
 
 #: ``gen_ai.operation.name`` → role, for the operations the GenAI reader alone decides.
 _ROLE_OF_OP: dict[str, str] = {"invoke_agent": "agent", "execute_tool": "tool", **dict.fromkeys(_LLM_OPS, "llm")}
@@ -53,6 +53,29 @@ _GENERIC_KEYS = frozenset(
 #: Span names and scopes the Pydantic AI and ADK readers claim whatever the attributes.
 _GENERIC_NAMES = frozenset({"agent run", "running tool", "running tools", "execute_tool (merged)"})
 _GENERIC_SCOPES = frozenset({"pydantic-ai", "gcp.vertex.agent"})
+#: Keys of every reader but OpenInference's: a span carrying none of them (and no name, scope or
+#: event another reader claims) is read by the OpenInference reader alone.
+_NOT_OPENINFERENCE_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.agent.name",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "traceloop.span.kind",
+        "llm.request.type",
+        "gen_ai.prompt.0.role",
+        "gen_ai.completion.0.role",
+        "ai.operationId",
+        "mastra.span.type",
+        "pydantic_ai.all_messages",
+        "pydantic_ai.tool.failure_stage",
+        "tool_arguments",
+        "gcp.vertex.agent.llm_request",
+        "gcp.vertex.agent.tool_call_args",
+    }
+)
+_GENAI_NAME_PREFIXES = ("invoke_agent", "execute_tool")
 _GENAI = ("genai",)
 _CONTENT_KEYS = frozenset(key for key, _ in GENAI_CONTENT)
 _new = object.__new__
@@ -199,3 +222,58 @@ def read_live_span(
         return f
     settle_content(f, options)
     return f
+
+
+def read_live_oi_span(
+    span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None
+) -> SpanFacts | None:
+    """The facts of a live OpenInference span no other reader claims, or ``None``: read it generically.
+
+    The OpenInference reader itself runs (:func:`~.readers.read_span` runs it too, with six others
+    that would find nothing here), on a record built from the SDK span's fields without the
+    conversions the readers do not look at (kind, resource, events)."""
+    try:
+        a = span._attributes._dict
+    except AttributeError:
+        a = plain_attributes(span)
+    if "openinference.span.kind" not in a or not _NOT_OPENINFERENCE_KEYS.isdisjoint(a):
+        return None
+    try:
+        name = span._name
+        events = getattr(span._events, "_dq", span._events)
+        scope = span._instrumentation_scope
+        status = span._status
+        start = span._start_time
+        end = span._end_time
+        status_code = status._status_code
+        scope_name = scope._name if scope is not None else None
+    except AttributeError:
+        name, events, scope, status = span.name, span.events, span.instrumentation_scope, span.status
+        start, end, status_code = span.start_time, span.end_time, status.status_code
+        scope_name = scope.name if scope is not None else None
+    if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES or name.startswith(_GENAI_NAME_PREFIXES):
+        return None
+    if ids is None:
+        ctx = span.context
+        parent = span.parent
+        ids = (
+            "%032x" % ctx.trace_id,
+            "%016x" % ctx.span_id,
+            "%016x" % parent.span_id if parent is not None else None,
+        )
+    code = _STATUS_BY_ID.get(id(status_code)) or status_code.name
+    message = status.description
+    rec = SpanRecord(
+        ids[0], ids[1], ids[2], name, attributes=a, status_code=code, status_message=message,
+        start_time_unix_nano=start or 0, end_time_unix_nano=end or 0, scope_name=scope_name, holder=span,
+    )
+    f = _new(SpanFacts)
+    f.trace_id, f.span_id, f.parent_span_id = ids
+    f.role = ""
+    f.name = name
+    f.start_time_unix_nano = start or 0
+    f.end_time_unix_nano = end or 0
+    f.holder = span
+    convs: list[str] = []
+    _openinference(rec, a, f, convs)
+    return settle_facts(f, a, convs, code, message, scope_name, (), options)

@@ -55,6 +55,8 @@ __all__ = ["classify_start", "may_have_facts", "read_log", "read_span"]
 #: agent inside still bounds a run through the local-root rule of the assembler.
 _AGENT_OPS = AGENT_OPS = frozenset({"invoke_agent"})
 _LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion", "responses"})
+#: Operations whose role the GenAI reader sets (no other reader's role applies to the span).
+ROLE_OPS = frozenset({*_AGENT_OPS, "execute_tool", *_LLM_OPS})
 _VERCEL_ROOTS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
 _OI_ROLES = {"AGENT": "agent", "TOOL": "tool", "LLM": "llm"}
 #: LangGraph prebuilt agents' model-step node names (create_react_agent / langchain create_agent)
@@ -646,7 +648,11 @@ def classify_start(name: str, attributes: Mapping[str, Any] | None) -> str | Non
                 return "agent"
             if op == "execute_tool":
                 return None if name == "execute_tool (merged)" else "tool"
-            return "llm" if op in _LLM_OPS else None
+            if op in _LLM_OPS:
+                return "llm"
+            # an operation the GenAI reader does not know leaves the role to the other readers
+        elif name.startswith("invoke_agent"):
+            return "agent"  # the GenAI reader names the role first, from the span name, whatever follows
         kind = attributes.get("openinference.span.kind")
         if kind is not None:
             return _OI_ROLES.get(str(kind).upper())
