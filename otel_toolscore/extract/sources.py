@@ -62,7 +62,8 @@ _MAX_ERRORS_PER_SOURCE = 50
 # A progress callback hears about a source every this many spans/log records (a power of two minus one: a mask).
 _PROGRESS_EVERY = 1023
 
-#: ``progress(report, done)``: called while a source is read (every 1,024 items) and once when a file is done.
+#: ``progress(report, done)``: called while a source is read (every 1,024 items and every MiB of a
+#: file, ``report.bytes_read`` counting the file's bytes as they are read) and once when a file is done.
 Progress = Callable[["SourceReport", bool], None]
 
 
@@ -82,6 +83,8 @@ class SourceReport(BaseModel):
     malformed: int = 0
     #: spans / log records of a trace whose runs were already yielded (streaming: see ``iter_runs``)
     late_records: int = 0
+    #: bytes of the file read so far (of the file as stored: compressed bytes for gzip)
+    bytes_read: int = 0
     errors: list[str] = Field(default_factory=list)
 
     def problem(self, message: str) -> None:
@@ -551,6 +554,27 @@ def _request(resource: Message) -> Message:
     return ExportLogsServiceRequest(resource_logs=[resource])
 
 
+class _Counted(io.RawIOBase):
+    """A file's raw bytes, counted into its report as they are read (a progress bar moves within a
+    file, not only when it ends)."""
+
+    def __init__(self, raw: IO[bytes], report: SourceReport, progress: Progress | None) -> None:
+        self._raw = raw
+        self._report = report
+        self._progress = progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._raw.readinto(b)  # type: ignore[attr-defined]
+        if n:
+            self._report.bytes_read += n
+            if self._progress is not None:
+                self._progress(self._report, False)
+        return int(n or 0)
+
+
 class _Prefixed(io.RawIOBase):
     """``first`` (already read to sniff the format), then the rest of ``fh``."""
 
@@ -628,11 +652,12 @@ def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> Iterator[t
         sr = SourceReport(source=str(path))
         report.sources.append(sr)
         try:
-            fh = path.open("rb")
+            raw = path.open("rb", buffering=0)
         except OSError as exc:
             sr.problem(f"cannot read: {exc}")
             return
-        with fh:
+        with raw:
+            fh = io.BufferedReader(_Counted(raw, sr, coll.progress), _CHUNK)
             try:
                 size: int | None = path.stat().st_size
             except OSError:
