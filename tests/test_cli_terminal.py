@@ -11,22 +11,19 @@ the command wrote (carriage returns, erase-line and cursor-up sequences applied)
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
+
+from tests.support.terminal import on_terminal as run_on_terminal
+from tests.support.terminal import screen
 
 ROOT = Path(__file__).resolve().parents[1]
 VERCEL = ROOT / "tests" / "corpus" / "vercel_ai"
 MULTI = VERCEL / "ai6_multi_step.traces.jsonl"
-COLUMNS, ROWS = 120, 40
-_CSI = re.compile(r"\x1b\[(\d*)([A-Za-z])")
 
 
 def big_input(tmp_path: Path, copies: int) -> Path:
@@ -40,71 +37,16 @@ def big_input(tmp_path: Path, copies: int) -> Path:
     return path
 
 
-def screen(raw: str, columns: int = COLUMNS) -> list[str]:
-    """The lines a terminal of ``columns`` shows after receiving ``raw`` (enough of a VT100 for what
-    the command line and tqdm write: text, CR, LF, erase in line, cursor up; auto-wrap)."""
-    lines: list[list[str]] = [[]]
-    row = col = 0
-    i = 0
-    while i < len(raw):
-        ch = raw[i]
-        match = _CSI.match(raw, i) if ch == "\x1b" else None
-        if match:
-            n, op = int(match.group(1) or 1), match.group(2)
-            if op == "A":
-                row = max(0, row - n)
-            elif op == "K":
-                del lines[row][col:]
-            i = match.end()
-            continue
-        if ch == "\r":
-            col = 0
-        elif ch == "\n":
-            row, col = row + 1, 0
-        elif ch >= " ":
-            if col >= columns:
-                row, col = row + 1, 0
-            while len(lines) <= row:
-                lines.append([])
-            line = lines[row]
-            line.extend(" " * (col - len(line)))
-            if col < len(line):
-                line[col] = ch
-            else:
-                line.append(ch)
-            col += 1
-        while len(lines) <= row:
-            lines.append([])
-        i += 1
-    return ["".join(line).rstrip() for line in lines]
-
-
 def on_terminal(argv: list[str], tmp_path: Path, *, stdout_too: bool) -> tuple[int, str, str]:
-    """Run the command line with stderr (and stdout when ``stdout_too``) on a new pseudo-terminal of
-    COLUMNS x ROWS; return the exit status, everything the terminal received, and stdout when it
-    went to a file instead."""
+    """The command line with stderr (and stdout when ``stdout_too``) on a pseudo-terminal: the exit
+    status, everything the terminal received, and stdout when it went to a file instead."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
     env.update(PYTHONPATH=str(ROOT), TERM="xterm")
     env.pop("COLUMNS", None)
     command = [sys.executable, "-c", "import sys; from otel_toolscore.cli import main; sys.exit(main(sys.argv[1:]))", *argv]
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     out_path = tmp_path / "stdout.txt"
-    with open(out_path, "w") as out_file:  # a file, not a pipe: the child never waits for us to read it
-        proc = subprocess.Popen(command, env=env, stdin=slave, stdout=slave if stdout_too else out_file, stderr=slave)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    code = proc.wait(timeout=120)
-    return code, b"".join(chunks).decode("utf-8", "replace"), out_path.read_text()
+    code, raw = run_on_terminal(command, env=env, cwd=tmp_path, stdout_file=None if stdout_too else out_path)
+    return code, raw, out_path.read_text() if out_path.exists() else ""
 
 
 def _bar_on(lines: list[str]) -> list[str]:
