@@ -61,7 +61,8 @@ def add_parser(sub: Any) -> None:
         ),
         epilog=epilog(["otel-toolscore demo",
                        "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 otel-toolscore demo   # also export over OTLP"],
-                      ["0  the demo ran (an unreachable OTLP endpoint is reported, not an error)"]),
+                      ["0  the demo ran (an unreachable OTLP endpoint is reported, not an error)",
+                       "2  a usage error"]),
         formatter_class=HelpFormatter,
     )
     p.add_argument("--format", choices=("table", "json"), default="table",

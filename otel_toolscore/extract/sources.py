@@ -22,6 +22,7 @@ counted and described in the :class:`ExtractionReport`, and the rest is read.
 from __future__ import annotations
 
 import io
+import json
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -351,8 +352,17 @@ def _from_json_doc(doc: Any, report: SourceReport, where: str) -> Iterator[Any]:
 
 
 def _loads(data: bytes | str) -> Any:
-    """JSON text → Python (``orjson``; deeper nesting than it allows raises like bad JSON)."""
-    return orjson.loads(data)
+    """JSON text → Python (``orjson``; deeper nesting than it allows raises like bad JSON).
+
+    What orjson refuses but JSON allows — a lone surrogate escape such as ``"\\ud800"``, integers
+    past 64 bits — is read by the standard library instead: one odd string must not lose a record."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise exc from None
 
 
 class _Gunzip(io.RawIOBase):

@@ -14,6 +14,7 @@ apart, and the records do not depend on where the command was run from.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ class Field:
 
 FIELDS: tuple[Field, ...] = (
     Field("file", "run", "the file the run's trace was read from, relative to the folder that holds every input file "
-          "(`root` in `score`'s JSON summary)"),
+          "(`root` in `score`'s JSON document)"),
     Field("trace_id", "run", "the trace id (32 hex digits)"),
     Field("run_id", "run", "the span id of the run's root (16 hex digits)"),
     Field("parent_run_id", "run", "the run this one was called from (a sub-agent or handoff), else empty"),
@@ -79,6 +80,7 @@ RENAMED: Mapping[str, str] = {
 }
 
 
+@functools.cache
 def field_names(*, score: bool = False, judge: bool = False) -> tuple[str, ...]:
     """The fields a command writes, in schema order: ``run`` always, ``score`` and ``judge`` when asked."""
     groups = {"run"} | ({"score"} if score else set()) | ({"judge"} if judge else set())
@@ -102,11 +104,18 @@ class RecordBuilder:
     def __init__(self, root: Path | None, *, include_framework_calls: bool = False) -> None:
         self.root = root
         self.include_framework_calls = include_framework_calls
+        self._files: dict[str, str] = {}  # a file holds many runs: each path is worked out once
 
     def file(self, path: str | None) -> str | None:
         """``path`` relative to the root (``/``-separated), or as it is when it is not under it."""
         if not path:
             return None
+        known = self._files.get(path)
+        if known is None:
+            known = self._files[path] = self._relative(path)
+        return known
+
+    def _relative(self, path: str) -> str:
         if self.root is None:
             return Path(path).as_posix()
         try:
