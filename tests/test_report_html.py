@@ -203,3 +203,40 @@ def test_report_screenshot_kept_as_an_artefact(report: tuple[Path, dict[str, Any
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, ARTEFACTS / "report-screenshot.png")  # kept for people to look at (git-ignored)
     shutil.copy(report[0], ARTEFACTS / "report.html")
+
+
+def test_report_of_the_whole_corpus_in_a_real_browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Every trace file of the recorded corpus (every framework) in one report, opened in Chromium:
+    each failing run's link leads to the file it came from, agents come by runs scored."""
+    for var in [v for v in os.environ if v.startswith(("OTEL_TOOLSCORE_", "OPENAI_"))]:
+        monkeypatch.delenv(var)
+    corpus = ROOT / "tests" / "corpus"
+    files = sorted(str(p) for p in corpus.glob("*/**/*.jsonl") if "node_modules" not in p.parts)
+    out = tmp_path / "site" / "report.html"
+    out.parent.mkdir()
+    assert main(["score", "--format", "json", "--expected-tool", "get_weather", "--quiet", "--report", str(out), *files]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    parsed = Tables()
+    parsed.feed(browser("--dump-dom", out.as_uri(), profile=tmp_path / "profile").stdout)
+    assert parsed.cards["runs"] == str(doc["summary"]["runs"]) and doc["summary"]["runs"] > 400
+    failed = [r for r in doc["results"] if r["label"] == "fail"]
+    rows = parsed.tables["failing-runs"][1:]
+    shown = [(cells, hrefs) for (attrs, cells), hrefs in zip(rows, parsed.links["failing-runs"][1:])
+             if attrs.get("class") != "others"]
+    assert len(shown) == min(50, len(failed))
+    if len(failed) > 50:
+        assert rows[-1][1][0].startswith(f"(others) {len(failed) - 50:,} more failing run(s)")
+    by_trace = {r["trace_id"]: r for r in failed}
+    for cells, hrefs in shown:
+        target = (out.parent / unquote(hrefs[0])).resolve()
+        assert target.is_file() and target == (corpus / by_trace[cells[1]]["file"]).resolve()
+    scored = [int(cells[2]) for attrs, cells in parsed.tables["per-agent"][1:] if attrs.get("class") != "others"]
+    assert scored == sorted(scored, reverse=True)
+
+
+def test_the_screenshot_in_the_docs_is_a_report() -> None:
+    data = (ROOT / "docs" / "report.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20], "big") == 1280
+    assert "](report.png)" in (ROOT / "docs" / "offline.md").read_text()
+    assert "](docs/report.png)" in (ROOT / "README.md").read_text()
