@@ -147,6 +147,12 @@ def _cell(text: str | None, width: int) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
+def _path_cell(path: str | None, width: int) -> str:
+    """A path cell: a long path keeps its end (the file's name), cut at the start."""
+    value = _cell(path, 10 * width)
+    return value if len(value) <= width else "…" + value[-(width - 1):]
+
+
 def _judge_cell(item: FileRunScore) -> str:
     j = item.judgment
     if j is None:
@@ -158,7 +164,7 @@ def _judge_cell(item: FileRunScore) -> str:
 
 def _print_table(scored: list[FileRunScore], summary: dict[str, Any], judge: dict[str, Any] | None,
                  builder: RecordBuilder) -> None:
-    files = [_cell(builder.file(i.file), 60) for i in scored]
+    files = [_path_cell(builder.file(i.file), 60) for i in scored]
     width = max([4, *(len(f) for f in files)])
     jcol = f"  {'judge':<14}" if judge is not None else ""
     print(f"{'score':>5}  {'file':<{width}}  {'run':<16}  {'agent':<20}{jcol}  result")
