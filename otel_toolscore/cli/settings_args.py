@@ -11,9 +11,9 @@ import argparse
 from typing import Any
 
 from ..config import Settings
+from ..core import core_expectations, core_options
 from ..extract import ExtractOptions
 from ..online.expectations import Expectation
-from ..online.live import core_expectations, core_options
 
 __all__ = ["FLAG_SETTINGS", "expectations", "extract_options", "offline_settings"]
 
