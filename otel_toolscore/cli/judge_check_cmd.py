@@ -115,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(result)
     if cut:
-        print(f"otel-toolscore judge-check: {cut} judge reason(s) longer than {MAX_REASON_CHARS} characters were cut "
-              f"(marked `…[cut N chars]`)", file=sys.stderr)
+        say("judge-check", f"{cut} judge reason(s) longer than {MAX_REASON_CHARS} characters were cut "
+            "(marked `…[cut N chars]`)")
     if args.min_agreement is not None and (result.verdict_agreement or 0.0) < args.min_agreement:
         say("judge-check", f"verdict agreement {_pct(result.verdict_agreement)} is below --min-agreement "
             f"{args.min_agreement:.0%}")
