@@ -4,6 +4,11 @@ The stock configurator builds the providers; this hook only puts the processor i
 export processors it created (no competing configurator). ``OTEL_TOOLSCORE_ENABLED=false`` turns it
 off. As for every ``OTEL_TOOLSCORE_*`` variable, a value other than ``true``/``false`` is warned
 about and ignored (the hook stays on): a typo never turns scoring off.
+
+The configurator comes from a distro package (``opentelemetry-distro``, or a vendor's). Without one,
+``opentelemetry-instrument`` sets up no SDK tracer provider: spans go nowhere, no run can be scored
+and nothing is exported. The hook then says so in one warning, naming the package to install, and
+installs nothing.
 """
 
 from __future__ import annotations
@@ -32,10 +37,24 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
+def _sdk_tracer_provider() -> bool:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    return isinstance(trace.get_tracer_provider(), TracerProvider)
+
+
 def post_instrument(*args: Any, **kwargs: Any) -> None:
     if not enabled():
         return
     try:
+        if not _sdk_tracer_provider():
+            _log.warning(
+                "otel-toolscore: no OpenTelemetry SDK tracer provider was set up (install `opentelemetry-distro`, "
+                "whose configurator builds the providers and exporters from the OTEL_* variables): no run is "
+                "scored and nothing is exported"
+            )
+            return
         from .online.setup import install
 
         install()

@@ -25,12 +25,13 @@ import logging
 import math
 import types
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError, model_validator
 
-__all__ = ["SKIP", "ConfigError", "EnvSettings", "build_settings", "read_env", "warn_env"]
+__all__ = ["SKIP", "ConfigError", "EnvSettings", "build_settings", "did_you_mean", "read_env", "validation_message",
+           "warn_env"]
 
 _log = logging.getLogger("otel_toolscore.config")
 
@@ -44,6 +45,57 @@ SKIP: Any = object()
 M = TypeVar("M", bound="EnvSettings")
 
 _SHOWN_CHARS = 60  # how much of a bad value a warning repeats
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` with the known name closest to ``name``, or ``""`` when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+_CONSTRAINTS = {
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be more than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "int_parsing": "is not a whole number",
+    "int_from_float": "is not a whole number",
+    "int_type": "must be a whole number",
+    "float_parsing": "is not a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be text",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "missing": "is required",
+    "too_short": "must not be empty",
+    "finite_number": "must be a finite number",
+}
+
+
+def validation_message(err: Mapping[str, Any], known: Iterable[str] = ()) -> str:
+    """One of pydantic's error details in our words (no ``Value error,`` / ``Input should be``): an
+    unknown key gets the closest known name among ``known``."""
+    kind = str(err.get("type", ""))
+    ctx = err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        loc = err.get("loc") or ()
+        key = str(loc[-1]) if loc else ""
+        return f"unknown key{did_you_mean(key, known)}"
+    if kind == "value_error" and "error" in ctx:
+        return str(ctx["error"])
+    if kind == "literal_error" and "expected" in ctx:
+        return f"must be one of {ctx['expected']}"
+    template = _CONSTRAINTS.get(kind)
+    if template is not None:
+        try:
+            return template.format(**ctx)
+        except (KeyError, IndexError):
+            pass
+    msg = str(err.get("msg", "is not valid")).removeprefix("Value error, ")
+    return msg[:1].lower() + msg[1:]
 
 
 def warn_env(message: str) -> None:
@@ -119,7 +171,8 @@ class EnvSettings(BaseModel):
         explicit = migrate_renamed(cls, overrides, where)
         unknown = set(explicit) - set(cls.model_fields)
         if unknown:
-            raise ConfigError(f"unknown setting {sorted(unknown)[0]!r}")
+            key = sorted(unknown)[0]
+            raise ConfigError(f"unknown setting {key!r}{did_you_mean(key, cls.model_fields)}")
         values.update(explicit)
         return build_settings(cls, values, where)
 
@@ -204,7 +257,7 @@ def read_env(
             value = getattr(model.model_validate({name: value}), name)
             model.check_env(name, value)
         except ValidationError as exc:
-            _ignored(model, key, name, text, str(exc.errors()[0]["msg"]).removeprefix("Value error, "))
+            _ignored(model, key, name, text, validation_message(exc.errors()[0]))
             continue
         except ValueError as exc:  # ConfigError included
             _ignored(model, key, name, text, str(exc))
@@ -235,4 +288,4 @@ def build_settings(model: type[M], values: Mapping[str, Any], where: Mapping[str
         loc = ".".join(str(p) for p in err["loc"]) or "settings"
         source = where.get(loc, loc)
         named = source if source == loc else f"{source} ({loc})"
-        raise ConfigError(f"invalid setting {named}: {err['msg']}") from None
+        raise ConfigError(f"invalid setting {named}: {validation_message(err, model.model_fields)}") from None

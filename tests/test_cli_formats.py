@@ -24,7 +24,7 @@ def test_score_jsonl_one_run_per_line(capsys: pytest.CaptureFixture[str]) -> Non
     assert len(rows) == 2
     first, second = rows
     assert set(first) >= {"file", "trace_id", "agent", "expectation", "score", "label", "outcome", "explanation"}
-    assert first["file"].endswith("ai6_multi_step.traces.jsonl") and second["file"].endswith("ai6_invalid_tool.traces.jsonl")
+    assert first["file"] == "ai6_multi_step.traces.jsonl" and second["file"] == "ai6_invalid_tool.traces.jsonl"
     assert (first["score"], first["label"], first["outcome"]) == (1.0, "pass", "scored")
     assert (second["score"], second["label"]) == (0.0, "fail")
     assert first["agent"] == "weather-assistant" and len(first["trace_id"]) == 32
@@ -65,8 +65,8 @@ def test_extract_flat_formats(fmt: str, capsys: pytest.CaptureFixture[str]) -> N
         assert rows[0]["tools_called"] == "getWeather -> convertTemperature"
         assert rows[0]["available_tools"] == "getWeather, convertTemperature"
     assert len(rows) == 2
-    assert rows[0]["file"].endswith("ai6_multi_step.traces.jsonl")
-    assert rows[0]["agent_name"] == "weather-assistant"
+    assert rows[0]["file"] == "ai6_multi_step.traces.jsonl"
+    assert rows[0]["agent"] == "weather-assistant"
     assert rows[0]["user_query"] == "What is the weather in Paris, in Fahrenheit?"
 
 

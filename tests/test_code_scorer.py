@@ -314,7 +314,7 @@ def test_summary_and_label() -> None:
     assert (result.passed, result.label) == (False, "fail")
     assert result.summary() == "fail: expected a -> b (strict, ordered); called a, c"
     ok = create_tool_call_accuracy_scorer_code(expected_tool="a").run(run_of())
-    assert ok.summary() == "fail: expected a (lenient, ordered); called no tools"
+    assert ok.summary() == "fail: expected a (lenient); called no tools"
 
 
 # -- Mastra's documented examples, one by one ----------------------------------------------------------

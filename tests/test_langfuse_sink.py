@@ -94,7 +94,7 @@ def test_code_scores_and_judgments_become_langfuse_scores(langfuse: JsonCaptureS
         label = str(root.attributes["toolscore.code.label"])
         score = 1.0 if label == "pass" else 0.0
         for name, kind, comment in (
-            ("tool_call_accuracy", "CODE", f"{label}: expected get_weather (lenient, ordered); called "),
+            ("tool_call_accuracy", "CODE", f"{label}: expected get_weather (lenient); called "),
             ("tool_call_accuracy_llm", "LLM", "judge says so"),
         ):
             numeric = by_key[(trace_id, span_id, name)]

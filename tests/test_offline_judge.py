@@ -15,7 +15,8 @@ from tests.support.openai_server import OpenAITestServer, echo_judge, garbage
 
 VERCEL = Path(__file__).parent / "corpus" / "vercel_ai"
 FILES = sorted(str(p) for p in VERCEL.glob("*.traces.jsonl"))
-CONTENT_OFF = {str(p) for p in VERCEL.glob("*content_off.traces.jsonl")}  # no request or answer to judge
+#: no request or answer to judge (``file`` in the records: the path under the files' common folder)
+CONTENT_OFF = {p.name for p in VERCEL.glob("*content_off.traces.jsonl")}
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +57,7 @@ def test_sampling_as_online_and_max_judgments(openai_server: OpenAITestServer, c
     judge = doc["judge"]
     assert judge["outcomes"] == {"ok": 2} and openai_server.request_count == 2
     assert judge["not_judged"]["max_judgments"] >= 1
-    sampled = [r["judge"]["sampled_by"] for r in doc["results"] if r["judge"]["outcome"] == "ok"]
+    sampled = [r["judge_sampled_by"] for r in doc["results"] if r["judge_outcome"] == "ok"]
     assert set(sampled) <= {"code_fail", "new_sequence"}
     assert judge["input_tokens"] > 0 and judge["requests"] == 2
 

@@ -52,9 +52,9 @@ def test_score_judge_against_the_real_server(judge_env: LlmServer, capsys: pytes
     (row,) = doc["results"]
     judge = doc["judge"]
     assert sum(judge["outcomes"].values()) == 1, judge_env.log_tail()
-    assert row["judge"]["outcome"] in ("ok", "invalid_answer"), judge_env.log_tail()
-    if row["judge"]["outcome"] == "ok":
-        assert 0.0 <= row["judge"]["score"] <= 1.0 and row["judge"]["label"] in ("pass", "fail")
+    assert row["judge_outcome"] in ("ok", "invalid_answer"), judge_env.log_tail()
+    if row["judge_outcome"] == "ok":
+        assert 0.0 <= row["judge_score"] <= 1.0 and row["judge_label"] in ("pass", "fail")
     assert judge["input_tokens"] > 0 and judge["output_tokens"] > 0 and judge["requests"] >= 1
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["bounded_float", "positive_int", "tool_order", "unit_score"]
+__all__ = ["HelpFormatter", "bounded_float", "epilog", "positive_int", "tool_order", "unit_score"]
 
 
 def tool_order(text: str) -> tuple[str, ...]:
@@ -49,3 +49,21 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be at least 1")
     return value
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that text written on several lines (the epilogs: examples and
+    exit codes) keeps its lines."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def epilog(example: str | list[str], exit_status: list[str]) -> str:
+    """The end of a command's ``--help``: an example and what each exit status means."""
+    examples = [example] if isinstance(example, str) else example
+    lines = ["example:" if len(examples) == 1 else "examples:", *(f"  {e}" for e in examples), "",
+             "exit status:", *(f"  {line}" for line in exit_status), ""]
+    return "\n".join(lines)

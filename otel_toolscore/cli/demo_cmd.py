@@ -16,12 +16,13 @@ import argparse
 import json
 import logging
 import os
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
+
+from .arguments import HelpFormatter, epilog
+from .probe import unreachable
 
 __all__ = ["add_parser", "unreachable_endpoints"]
 
@@ -58,8 +59,15 @@ def add_parser(sub: Any) -> None:
             "score, why it passed or failed, and where the score was recorded. Exports spans, metrics and "
             "evaluation events over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT (or a signal-specific endpoint) is set."
         ),
+        epilog=epilog(["otel-toolscore demo",
+                       "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 otel-toolscore demo   # also export over OTLP"],
+                      ["0  the demo ran (an unreachable OTLP endpoint is reported, not an error)",
+                       "2  a usage error"]),
+        formatter_class=HelpFormatter,
     )
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table: the scores, then why each run passed or failed and where its score went "
+                        "(default); json: the same per run, one document")
     p.set_defaults(func=run)
 
 
@@ -73,20 +81,9 @@ def unreachable_endpoints(environ: dict[str, str] | None = None) -> list[tuple[s
         value = (env.get(var) or "").strip()
         if not value:
             continue
-        parts = urlsplit(value if "://" in value else f"http://{value}")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 4317 if grpc else 4318)
-        except ValueError:
-            out.append((var, value, "not a valid URL"))
-            continue
-        if not parts.hostname:
-            out.append((var, value, "no host in the URL"))
-            continue
-        try:
-            with socket.create_connection((parts.hostname, port), timeout=_PROBE_TIMEOUT_S):
-                pass
-        except OSError as exc:
-            out.append((var, value, exc.strerror or str(exc) or type(exc).__name__))
+        reason = unreachable(value, default_port=4317 if grpc else 4318, timeout_s=_PROBE_TIMEOUT_S)
+        if reason is not None:
+            out.append((var, value, reason))
     return out
 
 

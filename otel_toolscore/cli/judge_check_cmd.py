@@ -7,20 +7,21 @@ and latency. Every scenario is judged (no sampling); the rate limit and token bu
 Arguments and results are sent to the judge whatever the settings say: the set is synthetic, and its
 injection scenarios only mean something when the judge sees the tool results.
 
-Exit status: 0; 1 when ``--min-agreement`` is given and the verdict agreement is below it; 2 on a
-usage or settings error.
+Exit status: 0; 1 when ``--min-agreement`` is given and the verdict agreement is below it (the reason
+on stderr); 2 on a usage or settings error — a judge that cannot be built, has no key or whose
+endpoint accepts no connection fails before anything is judged.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from ..config import ConfigError
-from .arguments import unit_score
-from .judge_options import add_judge_arguments, build_judge
+from .arguments import HelpFormatter, epilog, unit_score
+from .judge_options import add_judge_arguments, build_judge, judge_problem
+from .messages import say
 from .progress import Progress, add_progress_arguments
 
 __all__ = ["add_parser"]
@@ -35,8 +36,16 @@ def add_parser(sub: Any) -> None:
             "as online) and reports agreement per verdict and per score band, a confusion table, failures to "
             "answer, tokens and latency."
         ),
+        epilog=epilog(
+            ["otel-toolscore judge-check --list",
+             "OTEL_TOOLSCORE_JUDGE_MODEL=gpt-4o-mini otel-toolscore judge-check --scenarios mastra --min-agreement 0.9"],
+            ["0  judged (and the agreement reached --min-agreement, if given)",
+             "1  the verdict agreement is below --min-agreement",
+             "2  a usage error, or a judge that cannot be used (no model, no key, endpoint not reachable)"]),
+        formatter_class=HelpFormatter,
     )
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table for people (default) or one JSON document")
     p.add_argument("--scenarios", metavar="NAMES", type=lambda t: [s.strip() for s in t.split(",") if s.strip()],
                    help="comma-separated scenario ids or groups (default: all)")
     p.add_argument("--list", action="store_true", help="list the scenarios and their expected scores, judge nothing")
@@ -54,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         scenarios = select(load_calibration_set(), args.scenarios)
     except ValueError as exc:
-        print(f"otel-toolscore judge-check: {exc}", file=sys.stderr)
+        say("judge-check", str(exc))
         return 2
     if args.list:
         for s in scenarios:
@@ -64,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         judge, settings = build_judge(args, ratio=1.0, include_arguments=True, include_results=True)
     except (ConfigError, ValueError) as exc:
-        print(f"otel-toolscore judge-check: {exc}", file=sys.stderr)
+        say("judge-check", str(exc))
+        return 2
+    problem = None if args.dry_run else judge_problem(settings, args)
+    if problem is not None:
+        judge.shutdown(timeout_seconds=0)
+        say("judge-check", problem)
         return 2
     items = scenario_items(scenarios)
     limit = args.max_judgments if args.max_judgments is not None else len(items)
@@ -101,9 +115,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(result)
     if cut:
-        print(f"otel-toolscore judge-check: {cut} judge reason(s) longer than {MAX_REASON_CHARS} characters were cut "
-              f"(marked `…[cut N chars]`)", file=sys.stderr)
+        say("judge-check", f"{cut} judge reason(s) longer than {MAX_REASON_CHARS} characters were cut "
+            "(marked `…[cut N chars]`)")
     if args.min_agreement is not None and (result.verdict_agreement or 0.0) < args.min_agreement:
+        say("judge-check", f"verdict agreement {_pct(result.verdict_agreement)} is below --min-agreement "
+            f"{args.min_agreement:.0%}")
         return 1
     return 0
 

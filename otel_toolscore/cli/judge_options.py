@@ -8,13 +8,21 @@ command run. A bad variable or flag value exits 2 with the message naming it.
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from ..online.judge import Judge
 from ..online.judge_settings import JudgeSettings
 from .arguments import bounded_float, positive_int
+from .probe import shown_url, unreachable
 
-__all__ = ["add_judge_arguments", "build_judge"]
+__all__ = ["add_judge_arguments", "build_judge", "judge_problem"]
+
+#: Where the openai client sends requests when no endpoint is configured.
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Longest wait for the judge endpoint to accept a connection at start.
+_PROBE_TIMEOUT_S = 5.0
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser, *, sampling: bool) -> argparse._ArgumentGroup:
@@ -23,7 +31,8 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, sampling: bool) -> a
         "Endpoint, sampling, rate limit and token budget come from OTEL_TOOLSCORE_JUDGE_* (as online); "
         "these flags override them for this run.",
     )
-    g.add_argument("--judge-model", metavar="MODEL", help="judge model (default OTEL_TOOLSCORE_JUDGE_MODEL)")
+    g.add_argument("--judge-model", metavar="MODEL",
+                   help="judge model (default OTEL_TOOLSCORE_JUDGE_MODEL; required for judging)")
     g.add_argument("--judge-base-url", metavar="URL",
                    help="OpenAI-compatible endpoint (default OTEL_TOOLSCORE_JUDGE_BASE_URL, then OPENAI_BASE_URL)")
     if sampling:
@@ -60,3 +69,28 @@ def build_judge(args: argparse.Namespace, **forced: Any) -> tuple[Judge, JudgeSe
     settings = JudgeSettings.from_env(**overrides)
     judge = Judge.from_settings(settings)
     return judge, settings
+
+
+def judge_problem(settings: JudgeSettings, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why the judge cannot work, checked before any file is read and any token spent, naming the
+    setting to change: no API key for an endpoint that needs one, or an endpoint that accepts no
+    connection. ``None`` when it looks usable (nothing is sent to the endpoint)."""
+    env = os.environ if environ is None else environ
+    key_var = JudgeSettings.env_name("api_key")
+    url_var = JudgeSettings.env_name("base_url")
+    if getattr(args, "judge_base_url", None):
+        base_url, source = str(args.judge_base_url), "--judge-base-url"
+    elif settings.base_url:
+        base_url, source = settings.base_url, url_var
+    elif env.get("OPENAI_BASE_URL"):
+        base_url, source = str(env["OPENAI_BASE_URL"]), "OPENAI_BASE_URL"
+    else:
+        base_url, source = OPENAI_DEFAULT_BASE_URL, ""
+    if not source and settings.api_key is None and not env.get("OPENAI_API_KEY"):
+        return (f"the judge has no API key: set {key_var} (or OPENAI_API_KEY), or point {url_var} "
+                "(--judge-base-url) at an OpenAI-compatible server that needs none")
+    reason = unreachable(base_url, timeout_s=min(_PROBE_TIMEOUT_S, settings.timeout_ms / 1000))
+    if reason is None:
+        return None
+    where = f" ({source})" if source else f" (OpenAI's endpoint: set {url_var} or --judge-base-url for another)"
+    return f"the judge endpoint {shown_url(base_url)}{where} is not reachable: {reason}"

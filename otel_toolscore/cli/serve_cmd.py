@@ -13,9 +13,23 @@ import time
 from collections import Counter
 from typing import Any
 
-from .arguments import positive_int, tool_order
+from .arguments import HelpFormatter, epilog, positive_int, tool_order
 
 __all__ = ["add_parser", "run"]
+
+
+def _default(field: str) -> str:
+    """``(default X)`` of a service setting, from the settings model (one source for both)."""
+    from ..service.settings import ServiceSettings
+
+    value = ServiceSettings.model_fields[field].default
+    return f"(default {str(value).lower() if isinstance(value, bool) else value})"
+
+
+_EXAMPLES = [
+    "otel-toolscore serve --rules rules.yaml --export-endpoint http://collector:4318",
+    "otel-toolscore serve --config toolscore.yaml --forward   # enrich and forward every span",
+]
 
 
 def add_parser(sub: Any) -> None:
@@ -27,60 +41,86 @@ def add_parser(sub: Any) -> None:
             "agent run with the same pipeline as the span processor, and exports evaluation events, metrics and "
             "(with --forward) the received spans with score attributes over OTLP. Settings: flags > "
             "OTEL_TOOLSCORE_SERVICE_* / OTEL_TOOLSCORE_* variables > --config file > defaults. The LLM judge is "
-            "enabled by OTEL_TOOLSCORE_JUDGE_MODEL (and the other OTEL_TOOLSCORE_JUDGE_* variables)."
+            "enabled by OTEL_TOOLSCORE_JUDGE_MODEL (and the other OTEL_TOOLSCORE_JUDGE_* variables). "
+            "SIGTERM or SIGINT drains and exits."
         ),
+        epilog=epilog(_EXAMPLES, [
+            "0  stopped by SIGTERM or SIGINT after draining",
+            "2  a setting that cannot be used (flag, variable of a named sink, config file, rules file) or a",
+            "   port or address that cannot be bound",
+        ]),
+        formatter_class=HelpFormatter,
     )
     p.add_argument("--config", metavar="FILE", help="YAML or TOML file with `service:` and `scoring:` sections")
     g = p.add_argument_group("service")
-    g.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 in a container)")
-    g.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0: any free port)")
-    g.add_argument("--http-port", type=int, help="OTLP/HTTP port, also /healthz and /readyz (default 4318)")
-    g.add_argument("--quiet-period-ms", type=int, help="wait this long without new spans before scoring a complete trace")
-    g.add_argument("--hard-timeout-ms", type=int, help="score a trace as it is this long after its first span")
-    g.add_argument("--max-pending-spans", type=int, help="spans buffered before requests are refused (retryable)")
-    g.add_argument("--max-pending-bytes", type=int, help="estimated bytes buffered before requests are refused")
-    g.add_argument("--max-request-bytes", type=int, help="largest request body accepted")
+    g.add_argument("--host", help=f"address to bind {_default('host')}; 0.0.0.0 in a container")
+    g.add_argument("--grpc-port", type=int, metavar="PORT", help=f"OTLP/gRPC port {_default('grpc_port')}; 0: any free port")
+    g.add_argument("--http-port", type=int, metavar="PORT",
+                   help=f"OTLP/HTTP port, also /healthz and /readyz {_default('http_port')}; 0: any free port")
+    g.add_argument("--quiet-period-ms", type=int, metavar="MS",
+                   help=f"wait this long without new spans before scoring a complete trace {_default('quiet_period_ms')}")
+    g.add_argument("--hard-timeout-ms", type=int, metavar="MS",
+                   help=f"score a trace as it is this long after its first span {_default('hard_timeout_ms')}")
+    g.add_argument("--max-pending-spans", type=int, metavar="N",
+                   help=f"spans buffered before requests are refused (retryable) {_default('max_pending_spans')}")
+    g.add_argument("--max-pending-bytes", type=int, metavar="BYTES",
+                   help=f"estimated bytes buffered before requests are refused {_default('max_pending_bytes')}")
+    g.add_argument("--max-request-bytes", type=int, metavar="BYTES",
+                   help=f"largest request body accepted {_default('max_request_bytes')}")
     g.add_argument("--forward", action=argparse.BooleanOptionalAction, default=None,
-                   help="enrich-and-forward: export every received span, score attributes on run roots")
+                   help=f"enrich-and-forward: export every received span, score attributes on run roots {_default('forward')}")
     g.add_argument("--export", action=argparse.BooleanOptionalAction, default=None,
-                   help="export scores, metrics (and forwarded spans) over OTLP (default on when an endpoint is set)")
-    g.add_argument("--export-endpoint", help="OTLP endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
+                   help="export scores, metrics (and forwarded spans) over OTLP (default true; nothing is sent "
+                        "without an endpoint)")
+    g.add_argument("--export-endpoint", metavar="URL", help="OTLP endpoint (default: OTEL_EXPORTER_OTLP_* variables)")
     g.add_argument("--export-protocol", choices=("grpc", "http/protobuf"),
                    help="export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
-    g.add_argument("--drain-timeout-ms", type=int, help="longest drain on SIGTERM")
-    g.add_argument("--retry-after-ms", type=int, help="retry delay advertised when refusing under overload")
-    g.add_argument("--metric-export-interval-ms", type=int, help="metric export period")
-    g.add_argument("--recent-traces", type=int, help="completed trace ids remembered to recognise late spans")
-    g.add_argument("--http-read-timeout-ms", type=int, help="longest time to receive one OTLP/HTTP request (default 10000)")
-    g.add_argument("--http-idle-timeout-ms", type=int,
-                   help="close kept-alive OTLP/HTTP connections idle this long (default 30000)")
-    g.add_argument("--http-max-connections", type=int, help="open OTLP/HTTP connections at once (default 1024)")
-    g.add_argument("--forward-queue-spans", type=int, help="--forward: spans waiting for export at once (default 16384)")
-    g.add_argument("--forward-queue-bytes", type=int,
-                   help="--forward: encoded bytes of the spans waiting for export at once (default 67108864)")
-    g.add_argument("--forward-request-bytes", type=int,
-                   help="--forward: encoded spans per export request at most (default 4194304, gRPC's default limit)")
-    g.add_argument("--forward-max-response-bytes", type=int,
-                   help="--forward: largest response body read from the backend (default 4194304)")
+    g.add_argument("--drain-timeout-ms", type=int, metavar="MS", help=f"longest drain on SIGTERM {_default('drain_timeout_ms')}")
+    g.add_argument("--retry-after-ms", type=int, metavar="MS",
+                   help=f"retry delay advertised when refusing under overload {_default('retry_after_ms')}")
+    g.add_argument("--metric-export-interval-ms", type=int, metavar="MS",
+                   help=f"metric export period {_default('metric_export_interval_ms')}")
+    g.add_argument("--recent-traces", type=int, metavar="N",
+                   help=f"completed trace ids remembered to recognise late spans {_default('recent_traces')}")
+    g.add_argument("--http-read-timeout-ms", type=int, metavar="MS",
+                   help=f"longest time to receive one OTLP/HTTP request {_default('http_read_timeout_ms')}")
+    g.add_argument("--http-idle-timeout-ms", type=int, metavar="MS",
+                   help=f"close kept-alive OTLP/HTTP connections idle this long {_default('http_idle_timeout_ms')}")
+    g.add_argument("--http-max-connections", type=int, metavar="N",
+                   help=f"open OTLP/HTTP connections at once {_default('http_max_connections')}")
+    g.add_argument("--forward-queue-spans", type=int, metavar="N",
+                   help=f"--forward: spans waiting for export at once {_default('forward_queue_spans')}")
+    g.add_argument("--forward-queue-bytes", type=int, metavar="BYTES",
+                   help=f"--forward: encoded bytes of the spans waiting for export at once {_default('forward_queue_bytes')}")
+    g.add_argument("--forward-request-bytes", type=int, metavar="BYTES",
+                   help=f"--forward: encoded spans per export request at most {_default('forward_request_bytes')}, "
+                        "gRPC's default limit")
+    g.add_argument("--forward-max-response-bytes", type=int, metavar="BYTES",
+                   help=f"--forward: largest response body read from the backend {_default('forward_max_response_bytes')}")
     g.add_argument("--queue-dir", metavar="DIR",
                    help="--forward: keep accepted requests on disk in DIR until their spans are forwarded; the next "
                         "start replays what a crash left (default: off, a crash loses the buffered traces)")
-    g.add_argument("--queue-max-bytes", type=int, help="--queue-dir: most bytes on disk (default 1073741824)")
+    g.add_argument("--queue-max-bytes", type=int, metavar="BYTES",
+                   help=f"--queue-dir: most bytes on disk {_default('queue_max_bytes')}")
     g.add_argument("--queue-fsync", action=argparse.BooleanOptionalAction, default=None,
-                   help="--queue-dir: sync each request to the disk before acknowledging it (default off)")
+                   help=f"--queue-dir: sync each request to the disk before acknowledging it {_default('queue_fsync')}")
     # The seconds flags these replaced: still accepted, with a deprecation line on stderr.
     for old in _DEPRECATED_SECONDS_FLAGS:
         g.add_argument(f"--{old.replace('_', '-')}", type=float, help=argparse.SUPPRESS)
-    s = p.add_argument_group("scoring")
-    s.add_argument("--rules", help="expectation rules file (YAML/TOML)")
+    s = p.add_argument_group("scoring (default: the OTEL_TOOLSCORE_* settings the span processor reads)")
+    s.add_argument("--rules", metavar="FILE", help="expectation rules file, YAML or TOML (default OTEL_TOOLSCORE_RULES)")
     which = s.add_mutually_exclusive_group()
-    which.add_argument("--expected-tool", help="default expected tool for runs no rule matches")
+    which.add_argument("--expected-tool", metavar="TOOL",
+                       help="default expected tool for runs no rule matches (default OTEL_TOOLSCORE_EXPECTED_TOOL)")
     which.add_argument("--expected-order", type=tool_order, metavar="TOOLS",
-                       help="default expected tool order (comma-separated) for runs no rule matches")
+                       help="default expected tool order, comma-separated, for runs no rule matches "
+                            "(default OTEL_TOOLSCORE_EXPECTED_TOOL_ORDER)")
     s.add_argument("--strict", action="store_true", default=None,
-                   help="strict mode for the default expectation (exactly that tool / exactly that order)")
-    s.add_argument("--sinks", help="score sinks, comma-separated: phoenix, langfuse (default: OTEL_TOOLSCORE_SINKS)")
-    s.add_argument("--log-level", default="INFO",
+                   help="strict mode for the default expectation: exactly that tool / exactly that order "
+                        "(default OTEL_TOOLSCORE_STRICT_MODE, else lenient)")
+    s.add_argument("--sinks", metavar="NAMES",
+                   help="score sinks, comma-separated: phoenix, langfuse (default OTEL_TOOLSCORE_SINKS, else none)")
+    s.add_argument("--log-level", default="INFO", metavar="LEVEL",
                    help="Python log level of the service (default INFO; DEBUG logs one line per scored run)")
     s.add_argument("--summary-interval-ms", type=positive_int, default=60_000, metavar="MS",
                    help="with no export endpoint, log a summary of the scores at INFO this often (default 60000)")
@@ -166,6 +206,7 @@ def _check_bindable(host: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError
+    from ..online.expectations import load_rules
     from ..online.setup import otlp_endpoint_configured
     from ..service import ScoringService, load_config
     from ..sinks.settings import resolve_sinks
@@ -183,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
             scoring_overrides={setting: getattr(args, flag) for flag, setting in _SCORING_FLAGS.items()},
         )
         _check_bindable(config.service.host)
+        if config.scoring.rules:
+            load_rules(config.scoring.rules)  # a bad rules file is the one message, before anything starts
         # Sinks named on the command line fail here (a missing package, no credentials); those from
         # the environment or the config file are a warning each, as the processor reads them.
         sinks = resolve_sinks(config.scoring.sinks, strict=True) if args.sinks is not None else None

@@ -22,6 +22,7 @@ counted and described in the :class:`ExtractionReport`, and the rest is read.
 from __future__ import annotations
 
 import io
+import json
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -62,7 +63,8 @@ _MAX_ERRORS_PER_SOURCE = 50
 # A progress callback hears about a source every this many spans/log records (a power of two minus one: a mask).
 _PROGRESS_EVERY = 1023
 
-#: ``progress(report, done)``: called while a source is read (every 1,024 items) and once when a file is done.
+#: ``progress(report, done)``: called while a source is read (every 1,024 items and every MiB of a
+#: file, ``report.bytes_read`` counting the file's bytes as they are read) and once when a file is done.
 Progress = Callable[["SourceReport", bool], None]
 
 
@@ -82,6 +84,8 @@ class SourceReport(BaseModel):
     malformed: int = 0
     #: spans / log records of a trace whose runs were already yielded (streaming: see ``iter_runs``)
     late_records: int = 0
+    #: bytes of the file read so far (of the file as stored: compressed bytes for gzip)
+    bytes_read: int = 0
     errors: list[str] = Field(default_factory=list)
 
     def problem(self, message: str) -> None:
@@ -348,8 +352,17 @@ def _from_json_doc(doc: Any, report: SourceReport, where: str) -> Iterator[Any]:
 
 
 def _loads(data: bytes | str) -> Any:
-    """JSON text → Python (``orjson``; deeper nesting than it allows raises like bad JSON)."""
-    return orjson.loads(data)
+    """JSON text → Python (``orjson``; deeper nesting than it allows raises like bad JSON).
+
+    What orjson refuses but JSON allows — a lone surrogate escape such as ``"\\ud800"``, integers
+    past 64 bits — is read by the standard library instead: one odd string must not lose a record."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise exc from None
 
 
 class _Gunzip(io.RawIOBase):
@@ -551,6 +564,27 @@ def _request(resource: Message) -> Message:
     return ExportLogsServiceRequest(resource_logs=[resource])
 
 
+class _Counted(io.RawIOBase):
+    """A file's raw bytes, counted into its report as they are read (a progress bar moves within a
+    file, not only when it ends)."""
+
+    def __init__(self, raw: IO[bytes], report: SourceReport, progress: Progress | None) -> None:
+        self._raw = raw
+        self._report = report
+        self._progress = progress
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._raw.readinto(b)  # type: ignore[attr-defined]
+        if n:
+            self._report.bytes_read += n
+            if self._progress is not None:
+                self._progress(self._report, False)
+        return int(n or 0)
+
+
 class _Prefixed(io.RawIOBase):
     """``first`` (already read to sniff the format), then the rest of ``fh``."""
 
@@ -628,11 +662,12 @@ def _feed(source: Any, coll: _Collector, report: ExtractionReport) -> Iterator[t
         sr = SourceReport(source=str(path))
         report.sources.append(sr)
         try:
-            fh = path.open("rb")
+            raw = path.open("rb", buffering=0)
         except OSError as exc:
             sr.problem(f"cannot read: {exc}")
             return
-        with fh:
+        with raw:
+            fh = io.BufferedReader(_Counted(raw, sr, coll.progress), _CHUNK)
             try:
                 size: int | None = path.stat().st_size
             except OSError:

@@ -1,15 +1,15 @@
-"""One scored run of ``otel-toolscore score``, and the flat row and summaries every output is made of.
+"""One scored run of ``otel-toolscore score``, and the summaries every output is made of.
 
-The table, the JSON document, JSON Lines, CSV and the HTML report all read these, so a column means
-the same thing everywhere.
+The records of the machine formats are built from these by :mod:`.records`; the table, the
+JSON document's summary and the HTML report read the same objects, so a figure means the same thing
+everywhere.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..model import AgentRun
@@ -17,13 +17,7 @@ from ..online.expectations import Expectation
 from ..scorers.code import CodeScoreResult
 from ..scorers.llm import LLMScoreResult
 
-__all__ = ["JUDGE_COLUMNS", "SCORE_COLUMNS", "FileRunScore", "Judgment", "describe_expectation", "group_stats", "summarise"]
-
-#: CSV columns of ``score`` (JSON Lines carries the same keys); the judge's columns are added when judged.
-SCORE_COLUMNS = (
-    "file", "trace_id", "run_id", "agent", "expectation", "score", "label", "outcome", "explanation", "tools_called",
-)
-JUDGE_COLUMNS = ("judge_score", "judge_label", "judge_outcome", "judge_reason")
+__all__ = ["FileRunScore", "Judgment", "describe_expectation", "group_stats", "summarise"]
 
 NOT_SCORED = "not_scored"
 NO_EXPECTATION = "no_expectation"
@@ -85,34 +79,6 @@ class FileRunScore:
     def tools_called(self) -> list[str]:
         return [c.name for c in self.run.tool_calls if c.kind == "tool"]
 
-    @property
-    def file_name(self) -> str:
-        return Path(self.file).name if self.file else "-"
-
-    def row(self, *, judged: bool = False) -> dict[str, Any]:
-        """The flat row of JSON Lines and CSV (``judged``: with the judge's columns)."""
-        out: dict[str, Any] = {
-            "file": self.file,
-            "trace_id": self.run.trace_id,
-            "run_id": self.run.run_id,
-            "agent": self.run.agent_name,
-            "expectation": self.expectation_name,
-            "score": self.result.score if self.result is not None else None,
-            "label": self.label,
-            "outcome": self.outcome,
-            "explanation": self.explanation,
-            "tools_called": self.tools_called,
-        }
-        if judged:
-            j = self.judgment
-            out.update({
-                "judge_score": j.result.score if j is not None and j.result is not None else None,
-                "judge_label": j.label if j is not None else None,
-                "judge_outcome": j.outcome if j is not None else None,
-                "judge_reason": (j.result.reason if j.result is not None else j.message) if j is not None else None,
-            })
-        return out
-
 
 def _stats(scores: list[float]) -> dict[str, Any]:
     n = len(scores)
@@ -124,12 +90,14 @@ def _stats(scores: list[float]) -> dict[str, Any]:
 
 
 def group_stats(items: Iterable[FileRunScore], key: Callable[[FileRunScore], str]) -> dict[str, dict[str, Any]]:
-    """Count, mean and pass rate of the code scores, per ``key`` (runs not scored are left out)."""
+    """Count, mean and pass rate of the code scores, per ``key`` (runs not scored are left out); the
+    groups with the most scored runs first, then by name (case-insensitively)."""
     groups: dict[str, list[float]] = defaultdict(list)
     for item in items:
         if item.result is not None:
             groups[key(item)].append(item.result.score)
-    return {name: _stats(v) for name, v in sorted(groups.items())}
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0].casefold(), kv[0]))
+    return {name: _stats(v) for name, v in ranked}
 
 
 def summarise(items: list[FileRunScore]) -> dict[str, Any]:
@@ -138,6 +106,7 @@ def summarise(items: list[FileRunScore]) -> dict[str, Any]:
     return {
         "runs": len(items),
         "not_scored": sum(1 for i in items if i.result is None),
+        "outcomes": dict(Counter(i.outcome for i in items).most_common()),
         **_stats(scores),
         "per_agent": group_stats(items, lambda i: i.run.agent_name or "(unnamed)"),
     }

@@ -260,9 +260,11 @@ def load_rules(path: str | Path) -> list[Expectation]:
         try:
             rules.append(Expectation.model_validate(item))
         except ValidationError as exc:
+            from ..envconfig import validation_message
+
             err = exc.errors()[0]
             key = ".".join(str(x) for x in err["loc"]) or "rule"
-            raise RulesError(f"rules file {p}: {label}: {key}: {err['msg']}") from None
+            raise RulesError(f"rules file {p}: {label}: {key}: {validation_message(err, Expectation.model_fields)}") from None
     return rules
 
 

@@ -112,8 +112,10 @@ def _summary(
 ) -> str:
     want = " -> ".join(expected_tool_order) if expected_tool_order else (expected_tool or "")
     mode = "strict" if strict_mode else "lenient"
+    if expected_tool_order or match != "ordered":  # "ordered" says nothing about a single expected tool
+        mode = f"{mode}, {match}"
     called = ", ".join(actual_tools) if actual_tools else "no tools"
-    return f"{label}: expected {want} ({mode}, {match}); called {called}"
+    return f"{label}: expected {want} ({mode}); called {called}"
 
 
 @dataclass(frozen=True, slots=True)

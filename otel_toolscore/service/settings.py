@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import ENV_PREFIX, Settings
-from ..envconfig import ConfigError, EnvSettings, build_settings, migrate_renamed
+from ..envconfig import ConfigError, EnvSettings, build_settings, did_you_mean, migrate_renamed
 from ..files import read_config_text
 from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
 
@@ -209,7 +209,9 @@ def _read_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {p}: expected a mapping with `service` and/or `scoring` sections")
     unknown = set(doc) - {"service", "scoring"}
     if unknown:
-        raise ConfigError(f"config file {p}: unknown section {sorted(unknown)[0]!r} (known: service, scoring)")
+        section = sorted(unknown)[0]
+        hint = did_you_mean(section, ("service", "scoring")) or " (known: service, scoring)"
+        raise ConfigError(f"config file {p}: unknown section {section!r}{hint}")
     for section in ("service", "scoring"):
         if not isinstance(doc.get(section, {}), dict):
             raise ConfigError(f"config file {p}: section {section!r} must be a mapping")
@@ -240,7 +242,7 @@ def load_config(
     unknown = set(svc_values) - set(ServiceSettings.model_fields)
     if unknown:
         key = sorted(unknown)[0]
-        raise ConfigError(f"unknown setting {where.get(key, key)!s} ({key})")
+        raise ConfigError(f"unknown setting {where.get(key, key)!s}{did_you_mean(key, ServiceSettings.model_fields)}")
     service = build_settings(ServiceSettings, svc_values, where)
     if service.queue_dir and not service.forward:
         source = where.get("queue_dir", "queue_dir")
@@ -253,7 +255,12 @@ def load_config(
     file_sc = migrate_renamed(Settings, doc.get("scoring", {}))
     unknown = set(file_sc) - set(Settings.model_fields)
     if unknown:
-        raise ConfigError(f"unknown setting scoring.{sorted(unknown)[0]} in {config_file}")
+        key = sorted(unknown)[0]
+        raise ConfigError(f"unknown setting scoring.{key} in {config_file}{did_you_mean(key, Settings.model_fields)}")
     merged = {**file_sc, **env_sc, **flags_sc}
-    scoring = Settings.from_env({}, **merged)
+    sc_where = {k: f"scoring.{k} in {config_file}" for k in file_sc}
+    sc_where.update({k: Settings.env_name(k) for k in env_sc})
+    flag_names = {"expected_tool_order": "--expected-order", "strict_mode": "--strict"}
+    sc_where.update({k: flag_names.get(k, f"--{k.replace('_', '-')}") for k in flags_sc})
+    scoring = build_settings(Settings, merged, sc_where)
     return ServiceConfig(service=service, scoring=scoring)

@@ -108,6 +108,8 @@ PATCH
     fi
 fi
 if [ "$E2E" = 1 ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+    echo "ensure_tools.sh: installing Debian's chromium system-wide with apt-get (about 340 MB with chromium-common;" \
+         "the HTML report test opens the report in it)" >&2
     export DEBIAN_FRONTEND=noninteractive
     if ! apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; then
         apt-get update -qq >/dev/null 2>&1 || true  # a fresh machine may have no package lists yet
