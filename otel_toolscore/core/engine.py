@@ -130,12 +130,16 @@ class Core:
         A span that starts and ends within ``items`` is never open when its trace is scored (roots
         are scored once the whole batch is in): its start records only the context captured there,
         and its end does the rest — most spans cost the core one step, not two."""
-        ended = {id(item[1]) for item in items if item[0] == END or item[0] == HOLD}
+        key = self.source.key
+        try:
+            ended = {key(item[1]) for item in items if item[0] == END or item[0] == HOLD}
+        except Exception:  # a span the source cannot key: every start takes its step
+            ended = set()
         for item in items:
             kind = item[0]
             try:
                 if kind == START:
-                    if id(item[1]) in ended:
+                    if ended and key(item[1]) in ended:
                         if item[2] is not None:
                             self._context_only(item[1], item[2])
                         continue

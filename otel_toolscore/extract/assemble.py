@@ -357,12 +357,18 @@ def _assemble(
 def lean_run(
     facts: Sequence[SpanFacts], parents: Mapping[str, str | None], local_roots: Container[str], opts: ExtractOptions
 ) -> list[RunRecord] | None:
-    """The commonest trace of all, in one pass, or ``None``: one agent span that is a root, and
-    only model and tool spans directly under it; content not kept; every call a model output asked
-    for ran (a tool span with the same call id) and every model span shows its output. For such a
-    trace every other rule is void — no nesting, no wrappers, no history, no requested-only call (so
-    no result, status or unknown tool to read from elsewhere) — and the run is the tool spans' calls
-    in the model's order. Any other trace goes to :func:`single_run` and the general rules
+    """The commonest traces, in one pass, or ``None``: one run, with content not kept, bounded by
+
+    * one agent span that is a root (no parent, or a local root) with model, tool and other spans
+      under it; or
+    * no agent span at all and one root span over every fact, the top of a graph (an OpenInference
+      chain, say) with model and tool spans under it;
+
+    where every call a model output asked for ran — a tool span with its call id, or else one of
+    its name — and every model span shows its output (or no model was given earlier calls to read
+    them from). For such a trace the general rules about nesting, wrappers, handoffs, hosted runs,
+    history, results and unknown tools are void, and the run is the tool spans' calls in the
+    model's order. Anything else goes to :func:`single_run` and the general rules
     (``tests/test_fast_lane.py`` checks this lane against them)."""
     if opts.capture_content:
         return None
@@ -372,12 +378,19 @@ def lean_run(
             if root is not None:
                 return None
             root = f
-    if root is None:
-        return None
+    if root is None:  # a graph's top: the one root span among the facts
+        for f in facts:
+            if f.span_id in local_roots or (f.span_id in parents and parents[f.span_id] is None):
+                if root is not None or f.role != "other":
+                    return None
+                root = f
+        if root is None:
+            return None
+    elif root.span_id not in local_roots and parents.get(root.span_id, _UNKNOWN) is not None:
+        return None  # an agent under some other span: the general rules
     root_id = root.span_id
     if (
         not root_id
-        or (root_id not in local_roots and parents.get(root_id, _UNKNOWN) is not None)  # no top span
         or not root.materialized
         or root.from_log
         or root.hints is not None
@@ -391,79 +404,139 @@ def lean_run(
         return None
     tool_facts: list[SpanFacts] = []
     llm_facts: list[SpanFacts] = []
-    ran: dict[str, CallRecord] = {}
-    seen = {root_id}
+    other_facts: list[SpanFacts] = []
+    role_of = {root_id: root.role}
+    for f in facts:
+        if f is not root:
+            sid = f.span_id
+            if (
+                not sid
+                or sid in role_of
+                or sid in local_roots
+                or not f.materialized
+                or f.from_log
+                or f.hints is not None
+                or f.handoff_to is not None
+                or f.handoff_from is not None
+                or f.context_call is not None
+                or f.error_message
+                or f.requested_fallback
+            ):
+                return None
+            role_of[sid] = f.role
+    # every fact lies under the root, through spans that are not local roots (memoised walks)
+    under = {root_id}
+    bound = len(parents) + len(role_of)
     silent = inputs = False
+    ran: dict[str, CallRecord] = {}
     for f in facts:
         if f is root:
             continue
         sid = f.span_id
-        if (
-            sid in seen
-            or not f.materialized
-            or f.from_log
-            or f.hints is not None
-            or f.handoff_to is not None
-            or f.handoff_from is not None
-            or f.context_call is not None
-            or f.error_message
-            or f.requested_fallback
-            or parents.get(sid) != root_id
-            or sid in local_roots
-        ):
-            return None
-        seen.add(sid)
+        parent = parents.get(sid, f.parent_span_id)
+        if parent not in under:
+            path = [sid]
+            cur = parent
+            while cur not in under:
+                if cur is None or cur in local_roots or len(path) > bound or cur in path:
+                    return None  # outside the run, or a cycle
+                path.append(cur)
+                cur = parents.get(cur)
+            under.update(path)
+        else:
+            under.add(sid)
         role = f.role
+        prole = role_of.get(parent) if parent is not None else None
         if role == "tool":
             call = f.call
             if call is None:
                 return None
-            cid = call.call_id
-            if cid:
-                if cid in ran:
+            if call.call_id:
+                if call.call_id in ran:
                     return None  # two spans ran one id: the general rules pair them
-                ran[cid] = call
+                ran[call.call_id] = call
             tool_facts.append(f)
         elif role == "llm":
+            if prole == "llm":
+                return None  # one model call seen twice: grouped by the general rules
             if not f.requested and not f.saw_output:
                 silent = True  # its calls may be read from the next model call's input
             llm_facts.append(f)
+        elif role == "other":
+            if prole == "tool":
+                return None  # a nested graph's root under a tool span: the general rules
+            other_facts.append(f)
         else:
             return None
         if f.deferred or f.history_calls:
             inputs = True
     if silent and (inputs or root.deferred or root.history_calls):
         return None  # a model call without output, and inputs to read its calls from: the general rules
+    if root.role != "agent" and not tool_facts and not llm_facts:
+        return None  # a graph's top bounds a run when calls or model calls lie under it
     if len(llm_facts) > 1:
         llm_facts.sort(key=lambda f: (f.start_time_unix_nano, f.span_id))
-    calls: list[tuple[tuple[int, int], CallRecord]] = []
-    placed: set[str] = set()
-    for llm in llm_facts:
-        row: list[CallRecord] = []
-        for req in llm.requested:
-            cid = req.call_id
-            if not cid or cid not in ran:
-                return None  # requested and not run, or paired by name: the general rules
-            if cid in placed:
-                continue  # the same call listed again
-            placed.add(cid)
-            row.append(ran[cid])
-        if not row:
-            continue
-        row_time = llm.end_time_unix_nano or 0
-        for hit in row:
-            t = hit.start_time_unix_nano
-            if t and (not row_time or t < row_time):
-                row_time = t
-        for pos, hit in enumerate(row):
-            calls.append(((row_time, pos + 1), hit))
     executed = tool_facts
     if len(executed) > 1:
         executed = sorted(executed, key=lambda f: (f.start_time_unix_nano, f.span_id))
+    # the requested calls of each model output, paired by id, then by name in start order
+    rows: list[tuple[SpanFacts, list[CallRecord | None]]] = []
+    matched: set[int] = set()
+    seen: set[str] = set()
+    unpaired = 0
+    for llm in llm_facts:
+        hits: list[CallRecord | None] = []
+        for req in llm.requested:
+            cid = req.call_id
+            hit = None
+            if cid:
+                if cid in seen:
+                    continue  # the same call listed again
+                seen.add(cid)
+                hit = ran.get(cid)
+                if hit is not None:
+                    matched.add(id(hit))
+            if hit is None:
+                unpaired += 1
+            hits.append(hit)
+        if hits:
+            rows.append((llm, hits))
+    if unpaired:
+        leftovers: dict[str, list[CallRecord]] = {}
+        for f in executed:
+            c = f.call
+            assert c is not None
+            if id(c) not in matched:
+                leftovers.setdefault(c.name, []).append(c)
+        for llm, hits in rows:
+            for pos, hit in enumerate(hits):
+                if hit is None:
+                    same = leftovers.get(llm.requested[pos].name) if len(hits) == len(llm.requested) else None
+                    if not same:
+                        return None  # requested and not run (or listed twice): the general rules
+                    cand = same.pop(0)
+                    matched.add(id(cand))
+                    hits[pos] = cand
+    calls: list[tuple[tuple[int, int], CallRecord]] = []
+    placed: set[int] = set()
+    for llm, hits in rows:
+        row_time = llm.end_time_unix_nano or 0
+        for hit in hits:
+            assert hit is not None
+            t = hit.start_time_unix_nano
+            if t and (not row_time or t < row_time):
+                row_time = t
+        for pos, hit in enumerate(hits):
+            assert hit is not None
+            asked = llm.requested[pos] if len(hits) == len(llm.requested) else None
+            if hit.call_id is None and asked is not None and asked.call_id is not None:
+                hit.call_id = asked.call_id  # paired by name: the model's id is the call's
+            placed.add(id(hit))
+            calls.append(((row_time, pos + 1), hit))
     for f in executed:
         c = f.call
         assert c is not None
-        if not c.call_id or c.call_id not in placed:
+        if id(c) not in placed:
             calls.append(((c.start_time_unix_nano or 0, 0), c))
     if len(calls) > 1:
         calls.sort(key=_call_order)
@@ -473,7 +546,7 @@ def lean_run(
         tool_calls = [c for _, c in calls if c.kind != "framework"]
     if len(tool_calls) > opts.max_calls_per_run:
         tool_calls = tool_calls[: opts.max_calls_per_run]
-    inner = [*tool_facts, *llm_facts]
+    inner = [*tool_facts, *llm_facts, *other_facts]
     agent_name = root.agent_name or _first_of(inner, "agent_name")
     if agent_name is None and "openinference" in root.conventions:
         agent_name = root.name or None  # what _build reads for an OpenInference root

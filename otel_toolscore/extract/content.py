@@ -12,8 +12,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
-from .facts import INPUT_PARSERS, ExtractOptions, Requested, SpanFacts
+from .facts import INPUT_PARSERS, KEYED_PARSERS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
 from .values import (
+    _NOT_A_REQUEST,
+    REDACTION_MARKERS,
     Bad,
     ParsedMessages,
     RawCall,
@@ -21,6 +23,7 @@ from .values import (
     load_json,
     maybe_json,
     parse_messages,
+    plain,
     text_of,
 )
 
@@ -335,25 +338,86 @@ def _oi_output_messages(attrs: Mapping[str, Any], max_calls: int) -> list[dict[s
         i += 1
 
 
+_ROLE_TEXTS = {"user": "user_texts", "human": "user_texts", "assistant": "assistant_texts", "model": "assistant_texts",
+               "ai": "assistant_texts", "system": "system_texts", "developer": "system_texts"}
+
+
+def _oi_parsed_outputs(attrs: Mapping[str, Any], max_calls: int) -> ParsedMessages | None:
+    """What :func:`~.values.parse_messages` reads from the output messages, read straight from the
+    key table when every message is a plain one (a role, text content, tool calls); ``None`` for any
+    other shape (content parts, a legacy function call, a tool's answer), which takes the general way."""
+    get = attrs.get
+    out = ParsedMessages([], [], {}, [], [], [])
+    calls = out.calls
+    i = 0
+    while i < _OI_TABLE_MESSAGES:
+        keys = _OI_OUTPUT_KEYS[i]
+        role = plain(get(keys.role))
+        content = get(keys.content)
+        name0 = plain(get(keys.call_name[0]))
+        id0 = plain(get(keys.call_id[0]))
+        if (get(keys.part_type[0]) is not None or get(keys.part_text[0]) is not None or get(keys.fc_name) is not None
+                or get(keys.tool_call_id) is not None):
+            return None
+        if role is None and content is None and name0 is None and id0 is None:
+            return out if i else None
+        if content is not None and not isinstance(content, str):
+            return None
+        j = 0
+        while j <= max_calls:  # as the general way reads them: one past the cap, to count a drop
+            if j < _OI_TABLE_CALLS:
+                name = name0 if j == 0 else plain(get(keys.call_name[j]))
+                cid = id0 if j == 0 else plain(get(keys.call_id[j]))
+                args = plain(get(keys.call_args[j]))
+            else:
+                return None  # more calls than the table holds: the general way
+            if name is None and cid is None and args is None:
+                break
+            if name:
+                if len(calls) < max_calls:
+                    calls.append(RawCall(str(name), clean_id(cid), args, len(calls)))
+                else:
+                    out.dropped_calls += 1
+            j += 1
+        role_text = str(role or "")
+        if role_text == "tool":
+            return None
+        if content and content not in REDACTION_MARKERS:
+            field = _ROLE_TEXTS.get(role_text)
+            if field == "user_texts":
+                if not content.startswith(_NOT_A_REQUEST):
+                    out.user_texts.append(content)
+                    out.first_call_after_last_user = len(calls)
+            elif field is not None:
+                getattr(out, field).append(content)
+        i += 1
+    return None  # more messages than the table holds: the general way
+
+
 def openinference_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
     """An LLM span's flattened ``llm.output_messages.*`` and ``llm.tools.*`` keys (and the legacy
     ``llm.function_call``), read through key tables."""
-    outputs = _oi_output_messages(attrs, opts.max_calls_per_run)
-    if outputs:
-        _absorb_output(facts, parse_messages(outputs, opts.max_calls_per_run), opts, fallback=facts.role == "agent")
+    parsed = _oi_parsed_outputs(attrs, opts.max_calls_per_run)
+    outputs: list[dict[str, Any]] | bool = parsed is not None
+    if parsed is None:
+        outputs = plain(_oi_output_messages(attrs, opts.max_calls_per_run))
+        if outputs:
+            parsed = parse_messages(outputs, opts.max_calls_per_run)
+    if parsed is not None:
+        _absorb_output(facts, parsed, opts, fallback=facts.role == "agent")
     get = attrs.get
     tools = []
     i = 0
     while True:
-        schema = get(_oi_key(_OI_TOOL_SCHEMA, i, f"llm.tools.{i}.tool.json_schema"))
-        name = get(_oi_key(_OI_TOOL_NAME, i, f"llm.tools.{i}.tool.name"))
+        schema = plain(get(_oi_key(_OI_TOOL_SCHEMA, i, f"llm.tools.{i}.tool.json_schema")))
+        name = plain(get(_oi_key(_OI_TOOL_NAME, i, f"llm.tools.{i}.tool.name")))
         if schema is None and name is None:
             break
         tools.append(schema if schema is not None else name)
         i += 1
     if tools:
         _add_definitions(facts, tools, opts)
-    fc = get("llm.function_call")
+    fc = plain(get("llm.function_call"))
     if fc and not facts.requested and not outputs:
         data = None if facts.too_long(fc, opts, "llm.function_call") else _json(facts, fc, "llm.function_call")
         if isinstance(data, Mapping) and data.get("name"):
@@ -584,6 +648,8 @@ def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
 
 
 INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
+TEXT_PARSERS.update({io_value_output, mastra_agent_output})
+KEYED_PARSERS.add(openinference_outputs)
 
 
 def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:

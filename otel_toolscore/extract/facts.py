@@ -28,7 +28,7 @@ from .hints import RunHints
 from .records import plain_attributes
 from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
+__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "KEYED_PARSERS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +142,11 @@ Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
 #: Parsers of what a model was given (input messages, the request): :meth:`SpanFacts.defer` leaves
 #: them for :meth:`SpanFacts.materialize_inputs` (registered by :mod:`.content`).
 INPUT_PARSERS: set[Deferred] = set()
+#: Parsers that fill nothing but the answer's text (left out when content is not kept).
+TEXT_PARSERS: set[Deferred] = set()
+#: Parsers given a span's whole attribute mapping that look up a few keys in it: handed the mapping
+#: as it is, not a plain copy of every value in it.
+KEYED_PARSERS: set[Deferred] = set()
 
 #: Characters a flattened attribute is taken to hold when a mapping of them is kept for later.
 _CHARS_PER_FLAT_KEY = 64
@@ -344,8 +349,8 @@ class SpanFacts:
             if opts.capture_content:
                 self.deferred = ()
                 self._parse(deferred, opts)
-            else:
-                now = [d for d in deferred if d[0] not in INPUT_PARSERS]
+            else:  # parsers of text only are not run: without content their text is dropped anyway
+                now = [d for d in deferred if d[0] not in INPUT_PARSERS and d[0] not in TEXT_PARSERS]
                 if len(now) < len(deferred):
                     self.deferred = self._by_reference([d for d in deferred if d[0] in INPUT_PARSERS], opts)
                 else:
@@ -423,7 +428,9 @@ class SpanFacts:
                 self._unparsed(parser.__name__, size, opts)
                 continue
             try:
-                parser(self, plain(value), opts)  # live values arrive as tuples / read-only mappings
+                # live values arrive as tuples / read-only mappings: made plain, except for a parser that
+                # reads a few keys of a whole attribute mapping (it makes plain what it reads)
+                parser(self, value if parser in KEYED_PARSERS else plain(value), opts)
             except Exception as exc:  # a reader bug or an odd shape must not lose the rest of the run
                 self.problem(f"span {self.span_id}: {parser.__name__} failed: {type(exc).__name__}: {exc}")
 

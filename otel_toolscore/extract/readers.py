@@ -586,11 +586,15 @@ def settle_content(f: SpanFacts, options: ExtractOptions) -> None:
     """Parse now what a pending run should not hold raw: with content not captured, the outputs (names
     and ids only are kept); any content past ``max_deferred_chars``, inputs included. Input content
     under that bound waits by reference until a run needs it (:func:`~.assemble.needs_inputs`)."""
-    if f.held_chars() > options.max_deferred_chars:
+    if not options.capture_content:
+        f.materialize(options)  # outputs now: names and ids are kept, content is not
+        if f.deferred and f.held_chars() > options.max_deferred_chars:
+            f.materialize_inputs(options)  # inputs past the bound too
+    elif (f.deferred or f.raw_arguments is not None or f.raw_result is not None) and (
+        f.held_chars() > options.max_deferred_chars
+    ):
         f.materialize(options)
         f.materialize_inputs(options)
-    elif not options.capture_content:
-        f.materialize(options)
 
 
 def _error_from_events(events: Sequence[EventTuple]) -> str | None:
