@@ -99,15 +99,15 @@ def run(result: Result, *, quick: bool) -> None:
                     cand.append(_sample(stmt, env))
                     base.append(_sample(BASELINE, env))
             ratios = sorted(c / b for b, c in zip(base, cand))
-            ratio = statistics.median(ratios)
+            ratio = round(statistics.median(ratios), 2)  # the verdict judges the figure shown
             result.add(
                 name=f"import time, {label} vs {BASELINE}",
                 samples=n,
                 sdk_trace_ms=round(statistics.median(base) * 1000, 1),
                 candidate_ms=round(statistics.median(cand) * 1000, 1),
-                ratio=round(ratio, 2),
+                ratio=ratio,
                 ratio_spread=[round(ratios[0], 2), round(ratios[-1], 2)],
-                target=f"<= {target}x" if target is not None else "floor",
-                verdict=("PASS" if ratio <= target else "MISS") if target is not None else "",
+                target=target,  # the ratio at most (None: a floor row, for comparison)
+                verdict=("PASS" if ratio <= target else "MISS") if target is not None else None,
                 slowest_added_modules=_slowest_added(stmt, env) if not quick and target is not None else [],
             )

@@ -137,7 +137,7 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("sdk.trace ms", "sdk_trace_ms"),
         ("statement ms", "candidate_ms"),
         ("ratio", "ratio"),
-        ("target", "target"),
+        ("target <=", "target"),
         ("verdict", "verdict"),
     ],
 }
