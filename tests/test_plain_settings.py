@@ -14,7 +14,7 @@ import pytest
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
 from otel_toolscore.config import ConfigError, Settings
-from otel_toolscore.envconfig import EnvSettings, SecretStr
+from otel_toolscore.envconfig import EnvSettings, SecretStr, UnknownSetting, validation_message
 from otel_toolscore.online.expectations import RulesError, load_rules
 from otel_toolscore.online.judge_settings import JudgeSettings
 from otel_toolscore.run_records import CallRecord, RunRecord
@@ -95,7 +95,7 @@ def test_explicit_values_are_read_as_before(key: str, value: Any, expected: Any)
         ("expected_tool", 5, "text"),
         ("expected_tool_order", "a,b", "list of names"),
         ("expected_tool_order", [], "must not be empty"),
-        ("trace_timeout_ms", 0, "greater than 0"),
+        ("trace_timeout_ms", 0, "must be more than 0"),
         ("max_attribute_tools", 5000, "at most 4096"),
     ],
 )
@@ -103,6 +103,36 @@ def test_explicit_values_that_cannot_be_used_fail_naming_the_key(key: str, value
     with pytest.raises(ConfigError) as info:
         Settings.from_env({}, **{key: value})
     assert f"invalid setting {key}" in str(info.value) and reason in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("cls", "values", "reason"),
+    [
+        (Settings, {"max_pending_traces": "lots"}, "is not a whole number"),
+        (Settings, {"max_pending_traces": 2.5}, "is not a whole number"),
+        (Settings, {"max_pending_traces": [1]}, "must be a whole number"),
+        (Settings, {"max_calls_per_run": 0}, "must be at least 1"),
+        (Settings, {"trace_timeout_ms": 0}, "must be more than 0"),
+        (JudgeSettings, {"ratio": "half"}, "is not a number"),
+        (JudgeSettings, {"ratio": 10**400}, "must be a finite number"),
+        (ServiceSettings, {"export_protocol": "udp"}, "must be one of 'grpc' or 'http/protobuf'"),
+    ],
+)
+def test_reasons_are_in_our_words(cls: type[EnvSettings], values: dict[str, Any], reason: str) -> None:
+    """The wording the command line shows (no pydantic phrases), written by the plain checks."""
+    with pytest.raises(ConfigError) as info:
+        cls(**values)
+    assert validation_message(info.value) == reason
+    assert str(info.value) == f"invalid setting {next(iter(values))}: {reason}"
+
+
+def test_unknown_keys_get_the_closest_name() -> None:
+    with pytest.raises(UnknownSetting) as info:
+        Settings(max_call_per_run=5)
+    assert str(info.value) == "unknown setting 'max_call_per_run' (did you mean max_calls_per_run?)"
+    assert validation_message(info.value) == "unknown key (did you mean max_calls_per_run?)"
+    with pytest.raises(ConfigError, match=r"^unknown setting 'zzz'$"):
+        Settings.from_env({}, zzz=1)
 
 
 def test_judge_numbers_and_secrets() -> None:
@@ -126,7 +156,7 @@ def test_service_config_file_values_and_literal_choices(tmp_path: Path) -> None:
     )
     assert cfg == load_config(config_file=path, environ={})
     path.write_text("service:\n  export_protocol: http/json\n")
-    with pytest.raises(ConfigError, match=r"service\.export_protocol in .*service\.yaml.*'grpc', 'http/protobuf'"):
+    with pytest.raises(ConfigError, match=r"service\.export_protocol in .*service\.yaml.*one of 'grpc' or 'http/protobuf'"):
         load_config(config_file=path, environ={})
 
 
@@ -143,6 +173,10 @@ def test_expectations_are_frozen_values() -> None:
     with pytest.raises(AttributeError, match="frozen"):
         a.expected_tool = "x"  # type: ignore[misc]
     assert "expected_tool_order=('search', 'get_weather')" in repr(a)
+    renamed = a.model_copy(update={"name": "command line"})
+    assert renamed.name == "command line" and renamed.expected_tool_order == a.expected_tool_order and a.name == "r"
+    with pytest.raises(ValueError, match="match"):
+        a.model_copy(update={"match": "sideways"})
 
 
 @pytest.mark.parametrize(
@@ -169,9 +203,14 @@ def test_an_expectation_that_cannot_be_used_names_the_field(kwargs: dict[str, An
 
 def test_rules_file_names_the_rule_and_the_unknown_key(tmp_path: Path) -> None:
     path = tmp_path / "rules.yaml"
-    path.write_text("rules:\n  - name: r1\n    expected_tool: x\n    strict: true\n")
-    with pytest.raises(RulesError, match=r"rules\.yaml: rule #1 \(r1\): strict: not a field of a rule"):
-        load_rules(path)
+    for line, message in {
+        "strict: true": r"rules\.yaml: rule #1 \(r1\): strict: unknown key \(did you mean strict_mode\?\)",
+        "zzz: true": r"rule #1 \(r1\): zzz: unknown key \(known: name, agent_name, ",
+        "match: sideways": "match: must be one of 'ordered', 'unordered', 'subset' or 'superset'",
+    }.items():
+        path.write_text(f"rules:\n  - name: r1\n    expected_tool: x\n    {line}\n")
+        with pytest.raises(RulesError, match=message):
+            load_rules(path)
     path.write_text("rules:\n  - name: r2\n    expected_tool: x\n    strict_mode: yes\n    match: subset\n")
     (rule,) = load_rules(path)
     assert rule.strict_mode is True and rule.match == "subset"
@@ -184,7 +223,7 @@ def test_code_verdict_and_run_ref_are_plain_values() -> None:
     v = scorer.verdict(run)  # type: ignore[arg-type]
     assert isinstance(v, CodeVerdict) and v == scorer.verdict(run)  # type: ignore[arg-type]
     assert (v.score, v.passed, v.label, v.actual_tools) == (1.0, True, "pass", ["get_weather"])
-    assert "score=1.0" in repr(v) and v.summary() == "pass: expected get_weather (lenient, ordered); called get_weather"
+    assert "score=1.0" in repr(v) and v.summary() == "pass: expected get_weather (lenient); called get_weather"
     ref = RunRef(trace_id=1, span_id=2, agent_name="a")
     assert ref == RunRef(1, 2, "a") and hash(ref) == hash(RunRef(1, 2, "a")) and ref.sampled is True
     with pytest.raises(AttributeError):
