@@ -135,8 +135,10 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
     ],
     "import_time": [
         ("sdk.trace ms", "sdk_trace_ms"),
-        ("otel_toolscore ms", "otel_toolscore_ms"),
+        ("statement ms", "candidate_ms"),
         ("ratio", "ratio"),
+        ("target <=", "target"),
+        ("verdict", "verdict"),
     ],
 }
 

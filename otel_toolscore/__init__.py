@@ -1,24 +1,28 @@
 """otel-toolscore: score agent tool-call accuracy on live OpenTelemetry traces.
 
-Importing the package is light: the data model and the code scorer load eagerly; the span processor,
-extraction, judge and service load on first use, and ``openai`` only when an LLM scorer is built.
+Importing the package loads nothing but its version: every public name is in one table below and
+its module loads on first use. The span processor's import path loads the OpenTelemetry SDK and no
+pydantic; the data model (pydantic) loads with the first model used, the judge, the rules files or
+the command line; ``openai`` only when an LLM scorer is built.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_getattr
 from ._version import __version__
-from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
-from .scorers.code import (
-    CodeScoreResult,
-    ToolCallAccuracyCodeScorer,
-    create_tool_call_accuracy_scorer_code,
-)
 
 # name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
+    "AgentRun": ".model",
+    "Message": ".model",
+    "ToolCall": ".model",
+    "ToolDefinition": ".model",
+    "ToolInvocation": ".model",
+    "CodeScoreResult": ".scorers.code_result",
+    "ToolCallAccuracyCodeScorer": ".scorers.code",
+    "create_tool_call_accuracy_scorer_code": ".scorers.code",
     "JudgeError": ".scorers.llm",
     "LLMScoreResult": ".scorers.llm",
     "ToolCallAccuracyLLMScorer": ".scorers.llm",
@@ -43,6 +47,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report, iter_runs
+    from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
     from .online.expectations import Expectation, expect
     from .online.judge import Judge, JudgeStats, judge_from_env
     from .online.judge_settings import JudgeSettings
@@ -50,6 +55,8 @@ if TYPE_CHECKING:
     from .online.processor import ToolScoreSpanProcessor
     from .online.sampler import JudgeSampler
     from .online.setup import configure, install
+    from .scorers.code import ToolCallAccuracyCodeScorer, create_tool_call_accuracy_scorer_code
+    from .scorers.code_result import CodeScoreResult
     from .scorers.llm import (
         JudgeError,
         LLMScoreResult,
@@ -90,10 +97,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

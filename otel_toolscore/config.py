@@ -14,9 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field, field_validator
-
-from .envconfig import SKIP, ConfigError, EnvSettings, build_settings, read_env
+from .envconfig import SKIP, ConfigError, EnvSettings, build_settings, read_env, setting
 from .telemetry.names import SINK_NAMES
 
 __all__ = [
@@ -29,98 +27,93 @@ ENV_PREFIX = "OTEL_TOOLSCORE_"
 SINKS_ENV = ENV_PREFIX + "SINKS"
 
 
+def _order_not_empty(value: tuple[str, ...]) -> tuple[str, ...]:
+    if len(value) == 0:
+        raise ValueError("must not be empty")
+    return value
+
+
+def _known_sinks(value: Any) -> Any:
+    # Passed by a caller: an unknown name fails here (the environment's are filtered, with a
+    # warning, before they reach the settings).
+    if isinstance(value, str):
+        return parse_sink_names(value, source="sinks", strict=True)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return parse_sink_names(",".join(value), source="sinks", strict=True)
+    return value
+
+
 class Settings(EnvSettings):
     """Limits and switches of the online pipeline. Defaults suit a production agent service."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     env_prefix: ClassVar[str] = ENV_PREFIX
     renamed_to_ms: ClassVar[Mapping[str, str]] = {"trace_timeout_s": "trace_timeout_ms"}
 
     # -- what is written ---------------------------------------------------------------------------
-    span_attributes: bool = Field(True, description="Write score attributes on a copy of the run's root span.")
-    openinference_annotations: bool = Field(
-        True, description="Also write OpenInference `annotations.N.annotation.*` attributes (Phoenix)."
+    span_attributes: bool = setting(True, "Write score attributes on a copy of the run's root span.")
+    openinference_annotations: bool = setting(
+        True, "Also write OpenInference `annotations.N.annotation.*` attributes (Phoenix)."
     )
-    events: bool = Field(True, description="Emit `gen_ai.evaluation.result` log records.")
-    metrics: bool = Field(True, description="Record the score histogram and the funnel counters.")
-    max_attribute_tools: int = Field(
-        64, ge=1, le=4096, description="Most tool names written to `toolscore.code.actual_tools`."
+    events: bool = setting(True, "Emit `gen_ai.evaluation.result` log records.")
+    metrics: bool = setting(True, "Record the score histogram and the funnel counters.")
+    max_attribute_tools: int = setting(
+        64, "Most tool names written to `toolscore.code.actual_tools`.", ge=1, le=4096
     )
-    max_metric_agents: int = Field(
-        100, ge=0, le=10_000, description="Distinct agent names used as a metric attribute before `_OTHER`."
+    max_metric_agents: int = setting(
+        100, "Distinct agent names used as a metric attribute before `_OTHER`.", ge=0, le=10_000
     )
-    include_framework_calls: bool = Field(
-        False, description="Count framework calls (handoffs, output tools) when scoring."
+    include_framework_calls: bool = setting(
+        False, "Count framework calls (handoffs, output tools) when scoring."
     )
     # -- expectations -----------------------------------------------------------------------------
-    rules: str | None = Field(None, description="Path of a YAML/TOML expectation rules file.")
-    expected_tool: str | None = Field(None, description="Default expected tool for runs no rule matches.")
-    expected_tool_order: tuple[str, ...] | None = Field(
-        None, description="Default expected order (comma-separated in the environment)."
+    rules: str | None = setting(None, "Path of a YAML/TOML expectation rules file.")
+    expected_tool: str | None = setting(None, "Default expected tool for runs no rule matches.")
+    expected_tool_order: tuple[str, ...] | None = setting(
+        None, "Default expected order (comma-separated in the environment).", check=_order_not_empty
     )
-    strict_mode: bool = Field(False, description="Strict mode for the default expectation.")
+    strict_mode: bool = setting(False, "Strict mode for the default expectation.")
     # -- limits (each has a counter of what it dropped) ------------------------------------------
-    max_pending_traces: int = Field(
-        10_000, ge=1, le=10_000_000, description="Traces watched at once (a span open, or a run waiting to be scored)."
+    max_pending_traces: int = setting(
+        10_000, "Traces watched at once (a span open, or a run waiting to be scored).", ge=1, le=10_000_000
     )
-    max_spans_per_trace: int = Field(
-        2_000, ge=1, le=1_000_000, description="Ended GenAI spans whose facts are kept per trace."
+    max_spans_per_trace: int = setting(
+        2_000, "Ended GenAI spans whose facts are kept per trace.", ge=1, le=1_000_000
     )
-    max_open_spans_per_trace: int = Field(
-        10_000, ge=1, le=10_000_000, description="Open spans (and start contexts) tracked per trace."
+    max_open_spans_per_trace: int = setting(
+        10_000, "Open spans (and start contexts) tracked per trace.", ge=1, le=10_000_000
     )
-    max_known_spans_per_trace: int = Field(
-        20_000, ge=1, le=10_000_000, description="Spans whose parent link is kept per trace (runs are found through them)."
+    max_known_spans_per_trace: int = setting(
+        20_000, "Spans whose parent link is kept per trace (runs are found through them).", ge=1, le=10_000_000
     )
-    max_calls_per_run: int = Field(1_000, ge=1, le=1_000_000, description="Tool calls kept per run.")
-    max_content_chars: int = Field(8_192, ge=0, le=10_000_000, description="Characters kept per text value.")
-    max_parse_chars: int = Field(
+    max_calls_per_run: int = setting(1_000, "Tool calls kept per run.", ge=1, le=1_000_000)
+    max_content_chars: int = setting(8_192, "Characters kept per text value.", ge=0, le=10_000_000)
+    max_parse_chars: int = setting(
         1_048_576,
+        "Longest JSON text (a message list, arguments, a result) parsed at all; longer text is not read.",
         ge=0,
         le=1_000_000_000,
-        description="Longest JSON text (a message list, arguments, a result) parsed at all; longer text is not read.",
     )
-    root_grace_ms: int = Field(
-        500, ge=0, le=600_000, description="How long a run's root is held while its descendants are open."
+    root_grace_ms: int = setting(
+        500, "How long a run's root is held while its descendants are open.", ge=0, le=600_000
     )
-    trace_timeout_ms: int = Field(
-        300_000, gt=0, le=86_400_000, description="A trace pending longer than this is evicted (root never ended)."
+    trace_timeout_ms: int = setting(
+        300_000, "A trace pending longer than this is evicted (root never ended).", gt=0, le=86_400_000
     )
-    emit_queue_size: int = Field(10_000, ge=1, le=10_000_000, description="Scored runs waiting to be emitted.")
-    span_queue_size: int = Field(
-        32_768, ge=1, le=10_000_000, description="Span starts/ends waiting for the scoring worker."
+    emit_queue_size: int = setting(10_000, "Scored runs waiting to be emitted.", ge=1, le=10_000_000)
+    span_queue_size: int = setting(
+        32_768, "Span starts/ends waiting for the scoring worker.", ge=1, le=10_000_000
     )
-    callback_queue_size: int = Field(
-        10_000, ge=1, le=10_000_000, description="Scored runs waiting for the `on_scored` callback."
+    callback_queue_size: int = setting(
+        10_000, "Scored runs waiting for the `on_scored` callback.", ge=1, le=10_000_000
     )
-    sinks: tuple[str, ...] = Field(
-        (), description="Score sinks by name, comma-separated: `phoenix`, `langfuse` (see `otel_toolscore.sinks`)."
+    sinks: tuple[str, ...] = setting(
+        (), "Score sinks by name, comma-separated: `phoenix`, `langfuse` (see `otel_toolscore.sinks`).",
+        before=_known_sinks,
     )
-    sink_queue_size: int = Field(
-        10_000, ge=1, le=10_000_000, description="Score records waiting per sink."
+    sink_queue_size: int = setting(10_000, "Score records waiting per sink.", ge=1, le=10_000_000)
+    capture_content: bool | None = setting(
+        None, "Keep prompts/answers/arguments while a run is pending; default: only when a judge is set."
     )
-    capture_content: bool | None = Field(
-        None,
-        description="Keep prompts/answers/arguments while a run is pending; default: only when a judge is set.",
-    )
-
-    @field_validator("expected_tool_order")
-    @classmethod
-    def _order_not_empty(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if value is not None and len(value) == 0:
-            raise ValueError("must not be empty")
-        return value
-
-    @field_validator("sinks", mode="before")
-    @classmethod
-    def _known_sinks(cls, value: Any) -> Any:
-        # Passed by a caller: an unknown name fails here (the environment's are filtered, with a
-        # warning, before they reach the model).
-        if isinstance(value, str):
-            return parse_sink_names(value, source="sinks", strict=True)
-        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return parse_sink_names(",".join(value), source="sinks", strict=True)
-        return value
 
     @classmethod
     def field_env_name(cls, name: str) -> str:

@@ -4,6 +4,8 @@ whether the import runs at load time, inside a function, or for type checking on
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "otel_toolscore"
@@ -88,19 +90,54 @@ def test_the_service_imports_the_core_not_the_span_processor() -> None:
         assert processor not in graph[core], core
 
 
+def _fresh(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter (nothing imported yet)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return out.stdout.strip()
+
+
 def test_the_processor_loads_no_service_llm_scorer_or_otlp_decoders() -> None:
     """Import light (issue 11): the live processor and the code scorer load; the service, the LLM
-    scorer, the offline reader and the OTLP decoders (protobuf) load on first use."""
-    import subprocess
-    import sys
-
+    scorer, the offline reader and the OTLP decoders (protobuf) load on first use. No pydantic
+    either (issue 22): the processor's settings and expectations are plain classes, and the code
+    scorer's Mastra-shaped result models load with the first result."""
     code = (
         "import sys\n"
         "from otel_toolscore import ToolScoreSpanProcessor, create_tool_call_accuracy_scorer_code\n"
         "heavy = ('openai', 'google.protobuf', 'opentelemetry.proto', 'grpc', 'httpx', 'otel_toolscore.service', 'opentelemetry.sdk._logs',\n"
-        "         'otel_toolscore.scorers.llm', 'otel_toolscore.extract.sources', 'otel_toolscore.online.judge')\n"
+        "         'otel_toolscore.scorers.llm', 'otel_toolscore.extract.sources', 'otel_toolscore.online.judge',\n"
+        "         'pydantic', 'otel_toolscore.model', 'otel_toolscore.scorers.code_result', 're2', 'yaml')\n"
         "print(sorted({m.split('.')[0] if not m.startswith('otel_toolscore') else m for m in sys.modules\n"
         "              if m.startswith(heavy)}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    assert out.stdout.strip() == "[]", out.stdout
+    out = _fresh(code)
+    assert out == "[]", out
+
+
+def test_importing_the_package_loads_neither_the_sdk_nor_pydantic() -> None:
+    """``import otel_toolscore`` loads the version and the table of public names, nothing else
+    (issue 22): every name, the data model and the code scorer included, loads on first use."""
+    code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import otel_toolscore\n"
+        "print(sorted(m for m in set(sys.modules) - before\n"
+        "             if m.startswith(('opentelemetry', 'pydantic', 'otel_toolscore.'))))\n"
+    )
+    out = _fresh(code)
+    assert out == "['otel_toolscore._lazy', 'otel_toolscore._version']", out
+
+
+def test_every_public_name_loads_from_its_lazy_entry() -> None:
+    """Each name of ``otel_toolscore.__all__`` (and of the lazy sub-packages) resolves, in a fresh
+    interpreter, and is then a plain attribute of the package."""
+    code = (
+        "import importlib\n"
+        "for pkg in ('otel_toolscore', 'otel_toolscore.scorers', 'otel_toolscore.sinks', 'otel_toolscore.extract'):\n"
+        "    mod = importlib.import_module(pkg)\n"
+        "    for name in mod.__all__:\n"
+        "        value = getattr(mod, name)\n"
+        "        assert name in vars(mod) and vars(mod)[name] is value, (pkg, name)\n"
+        "print('ok')\n"
+    )
+    assert _fresh(code) == "ok"

@@ -74,6 +74,12 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
     assert ours["rotel_cpu_us_per_span"] == service["rotel"]["cpu_us_per_span"]
     assert ours["verdict_spans_per_s"] == ("PASS" if ours["spans_per_s"] >= 12_000 else "MISS")
     assert ours["verdict_cpu"] == ("PASS" if ours["cpu_us_per_span"] <= 60 else "MISS")
+    imports = doc["sections"]["import_time"]["rows"]  # the two import targets, and the pydantic floor
+    assert sorted(r["target"] for r in imports if r["target"] is not None) == [0.5, 1.6]
+    for row in imports:
+        assert row["ratio"] > 0 and row["sdk_trace_ms"] > 0 and row["candidate_ms"] > 0
+        if row["target"] is not None:
+            assert row["verdict"] == ("PASS" if row["ratio"] <= row["target"] else "MISS")
     # The table is printed too, with the verdict columns.
     assert "## hot_path" in proc.stdout and "## import_time" in proc.stdout
     assert "total target" in proc.stdout and "CPU µs/span" in proc.stdout and "json.loads per line, streaming" in proc.stdout

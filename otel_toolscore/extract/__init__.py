@@ -49,8 +49,9 @@ span) when the call ids (or the same request and replayed calls) prove they are 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_getattr
 from .assemble import assemble_runs
 from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
 from .readers import classify_start, read_log, read_span
@@ -68,17 +69,10 @@ if TYPE_CHECKING:
 
 #: Reading files and OTLP messages (:mod:`.sources`, which loads protobuf and the OTLP message
 #: classes) is loaded on first use: the live processor needs only the readers and the assembler.
-_FROM_SOURCES = frozenset({"ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_SOURCES:
-        from . import sources
-
-        value = getattr(sources, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(
+    __name__,
+    dict.fromkeys(("ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"), ".sources"),
+)
 
 __all__ = [
     "DEFAULT_OPTIONS",

@@ -10,7 +10,6 @@ field) and parsed with ``ast.literal_eval``, never evaluated.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -186,6 +185,8 @@ def crewai_tool_name(name: str) -> str:
     text = re.sub(r"['\"]+", "", text.lower())
     text = re.sub(r"[^a-z0-9]+", "_", text).strip("_")
     if len(text) > _MAX_TOOL_NAME:
+        import hashlib  # rare (a name past 64 characters): not on the span processor's import path
+
         suffix = "_" + hashlib.sha256(text.encode()).hexdigest()[:8]
         text = text[: _MAX_TOOL_NAME - len(suffix)].rstrip("_") + suffix
     return text

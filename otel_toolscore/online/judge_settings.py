@@ -17,10 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field, SecretStr, field_validator
-
 from ..config import ENV_PREFIX
-from ..envconfig import ConfigError, EnvSettings
+from ..envconfig import ConfigError, EnvSettings, SecretStr, setting
 from ..files import read_config_text
 from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
 from ..scorers.llm import check_base_url
@@ -30,10 +28,13 @@ __all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file"]
 JUDGE_ENV_PREFIX = ENV_PREFIX + "JUDGE_"
 
 
+def _checked_base_url(value: str) -> str:
+    return check_base_url(value) if value else value
+
+
 class JudgeSettings(EnvSettings):
     """Every judge setting; ``OTEL_TOOLSCORE_JUDGE_<FIELD>`` in the environment."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     env_prefix: ClassVar[str] = JUDGE_ENV_PREFIX
     renamed_to_ms: ClassVar[Mapping[str, str]] = {
         "timeout_s": "timeout_ms",
@@ -44,59 +45,58 @@ class JudgeSettings(EnvSettings):
     secret_fields: ClassVar[frozenset[str]] = frozenset({"api_key"})
 
     # -- the endpoint --------------------------------------------------------------------------------
-    model: str | None = Field(None, description="Judge model name; setting it enables the judge.")
-    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, then OpenAI).")
-    api_key: SecretStr | None = Field(None, description="API key (default: `OPENAI_API_KEY`).")
-    timeout_ms: int = Field(
-        30_000, gt=0, le=600_000, description="Milliseconds per HTTP request, connect to last byte."
+    model: str | None = setting(None, "Judge model name; setting it enables the judge.")
+    base_url: str | None = setting(
+        None, "OpenAI-compatible endpoint (default: `OPENAI_BASE_URL`, then OpenAI).", check=_checked_base_url
     )
-    max_response_bytes: int = Field(
-        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT,
-        description="Largest answer body read (decoded); a larger one is refused (`error`) and counted.",
+    api_key: SecretStr | None = setting(None, "API key (default: `OPENAI_API_KEY`).")
+    timeout_ms: int = setting(30_000, "Milliseconds per HTTP request, connect to last byte.", gt=0, le=600_000)
+    max_response_bytes: int = setting(
+        DEFAULT_MAX_RESPONSE_BYTES,
+        "Largest answer body read (decoded); a larger one is refused (`error`) and counted.",
+        ge=MIN_RESPONSE_BYTES,
+        le=MAX_RESPONSE_BYTES_LIMIT,
     )
-    max_retries: int = Field(2, ge=0, le=10, description="Retries of 408/409/429/5xx and connection errors.")
-    deadline_ms: int | None = Field(
-        None, gt=0, le=3_600_000,
-        description="Longest one judgment may take, all included (connect, send, full answers, retries); "
+    max_retries: int = setting(2, "Retries of 408/409/429/5xx and connection errors.", ge=0, le=10)
+    deadline_ms: int | None = setting(
+        None,
+        "Longest one judgment may take, all included (connect, send, full answers, retries); "
         "then `timeout`. Default: twice `timeout_ms`.",
+        gt=0,
+        le=3_600_000,
     )
-    max_output_tokens: int | None = Field(
-        None, ge=16, le=100_000, description="`max_tokens` sent with each request; also bounds budget reservations."
+    max_output_tokens: int | None = setting(
+        None, "`max_tokens` sent with each request; also bounds budget reservations.", ge=16, le=100_000
     )
-    separate_reason_call: bool = Field(False, description="Mastra's two requests per run instead of one.")
+    separate_reason_call: bool = setting(False, "Mastra's two requests per run instead of one.")
     # -- what is sent --------------------------------------------------------------------------------
-    tools: tuple[str, ...] | None = Field(None, description="Tool reference by name (comma-separated).")
-    tools_file: str | None = Field(None, description="JSON or YAML list of `{name, description}` tools.")
-    include_arguments: bool = Field(False, description="Send tool-call arguments (after redaction, truncated).")
-    include_results: bool = Field(False, description="Send tool results (after redaction, truncated).")
-    redact: bool = Field(True, description="Apply the built-in redactors to everything sent.")
-    max_text_chars: int = Field(4000, ge=100, le=1_000_000, description="Characters sent per text (request, answer).")
-    max_argument_chars: int = Field(1000, ge=50, le=1_000_000, description="Characters sent per argument/result.")
+    tools: tuple[str, ...] | None = setting(None, "Tool reference by name (comma-separated).")
+    tools_file: str | None = setting(None, "JSON or YAML list of `{name, description}` tools.")
+    include_arguments: bool = setting(False, "Send tool-call arguments (after redaction, truncated).")
+    include_results: bool = setting(False, "Send tool results (after redaction, truncated).")
+    redact: bool = setting(True, "Apply the built-in redactors to everything sent.")
+    max_text_chars: int = setting(4000, "Characters sent per text (request, answer).", ge=100, le=1_000_000)
+    max_argument_chars: int = setting(1000, "Characters sent per argument/result.", ge=50, le=1_000_000)
     # -- sampling ------------------------------------------------------------------------------------
-    ratio: float = Field(0.05, ge=0.0, le=1.0, description="Share of traces judged (deterministic on the trace id).")
-    always_when_code_fails: bool = Field(True, description="Judge every run the code scorer failed.")
-    always_when_new_sequence: bool = Field(True, description="Judge runs with a tool sequence not seen yet.")
-    always_when_flagged: bool = Field(True, description="Honour the `toolscore.judge` attribute/baggage flag.")
-    sequence_memory: int = Field(10_000, ge=1, le=10_000_000, description="Tool sequences remembered (LRU).")
-    max_per_minute: int | None = Field(60, ge=1, le=100_000, description="Judgments started per rolling minute.")
-    max_tokens_per_hour: int | None = Field(
-        200_000, ge=1, le=10_000_000_000, description="Judge tokens (input+output) per rolling hour."
+    ratio: float = setting(0.05, "Share of traces judged (deterministic on the trace id).", ge=0.0, le=1.0)
+    always_when_code_fails: bool = setting(True, "Judge every run the code scorer failed.")
+    always_when_new_sequence: bool = setting(True, "Judge runs with a tool sequence not seen yet.")
+    always_when_flagged: bool = setting(True, "Honour the `toolscore.judge` attribute/baggage flag.")
+    sequence_memory: int = setting(10_000, "Tool sequences remembered (LRU).", ge=1, le=10_000_000)
+    max_per_minute: int | None = setting(60, "Judgments started per rolling minute.", ge=1, le=100_000)
+    max_tokens_per_hour: int | None = setting(
+        200_000, "Judge tokens (input+output) per rolling hour.", ge=1, le=10_000_000_000
     )
     # -- execution -----------------------------------------------------------------------------------
-    workers: int = Field(4, ge=1, le=256, description="Worker threads calling the judge.")
-    queue_size: int = Field(1_000, ge=1, le=1_000_000, description="Runs waiting for a worker; overflow is counted.")
-    failure_threshold: int = Field(5, ge=1, le=1_000, description="Consecutive failures that open the circuit.")
-    circuit_cooldown_ms: int = Field(30_000, gt=0, le=86_400_000, description="How long the circuit stays open.")
-    shutdown_timeout_ms: int = Field(10_000, ge=0, le=3_600_000, description="How long shutdown drains the queue.")
+    workers: int = setting(4, "Worker threads calling the judge.", ge=1, le=256)
+    queue_size: int = setting(1_000, "Runs waiting for a worker; overflow is counted.", ge=1, le=1_000_000)
+    failure_threshold: int = setting(5, "Consecutive failures that open the circuit.", ge=1, le=1_000)
+    circuit_cooldown_ms: int = setting(30_000, "How long the circuit stays open.", gt=0, le=86_400_000)
+    shutdown_timeout_ms: int = setting(10_000, "How long shutdown drains the queue.", ge=0, le=3_600_000)
     # -- what is written -----------------------------------------------------------------------------
-    pass_threshold: float = Field(1.0, ge=0.0, le=1.0, description="Score at or above which the label is `pass`.")
-    carrier_span: bool = Field(True, description="Write the `evaluate tool_call_accuracy_llm` span.")
-    max_span_evaluations: int = Field(32, ge=0, le=4096, description="Per-call verdicts written on the carrier span.")
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, value: str | None) -> str | None:
-        return check_base_url(value) if value else value
+    pass_threshold: float = setting(1.0, "Score at or above which the label is `pass`.", ge=0.0, le=1.0)
+    carrier_span: bool = setting(True, "Write the `evaluate tool_call_accuracy_llm` span.")
+    max_span_evaluations: int = setting(32, "Per-call verdicts written on the carrier span.", ge=0, le=4096)
 
     @property
     def enabled(self) -> bool:

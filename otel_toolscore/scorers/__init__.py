@@ -1,23 +1,19 @@
 """Scorers: pure functions of an :class:`~otel_toolscore.model.AgentRun`.
 
-The LLM scorer's module imports ``openai`` only when a scorer is built, so importing this package
-stays light.
+Importing this package loads nothing: each name loads its module on first use. The code scorer
+loads no pydantic until a Mastra-shaped result is asked for; the LLM scorer's module imports
+``openai`` only when a scorer is built.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .code import (
-    CallMatch,
-    CodePreprocessResult,
-    CodeScoreResult,
-    ToolCallAccuracyCodeScorer,
-    ToolCallInfo,
-    create_tool_call_accuracy_scorer_code,
-)
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from .code import ToolCallAccuracyCodeScorer, create_tool_call_accuracy_scorer_code
+    from .code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
     from .llm import (
         JudgeError,
         LLMAnalyzeResult,
@@ -42,19 +38,21 @@ __all__ = [
     "create_tool_call_accuracy_scorer_llm",
 ]
 
-_LLM_NAMES = {
-    "JudgeError",
-    "LLMAnalyzeResult",
-    "LLMScoreResult",
-    "ToolCallAccuracyLLMScorer",
-    "ToolEvaluation",
-    "create_tool_call_accuracy_scorer_llm",
+# name -> module that defines it; loaded on first attribute access.
+_LAZY: dict[str, str] = {
+    "ToolCallAccuracyCodeScorer": ".code",
+    "create_tool_call_accuracy_scorer_code": ".code",
+    "CallMatch": ".code_result",
+    "CodePreprocessResult": ".code_result",
+    "CodeScoreResult": ".code_result",
+    "ToolCallInfo": ".code_result",
+    "JudgeError": ".llm",
+    "LLMAnalyzeResult": ".llm",
+    "LLMScoreResult": ".llm",
+    "ToolCallAccuracyLLMScorer": ".llm",
+    "ToolEvaluation": ".llm",
+    "create_tool_call_accuracy_scorer_llm": ".llm",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LLM_NAMES:
-        from . import llm
-
-        return getattr(llm, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

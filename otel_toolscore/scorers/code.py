@@ -13,15 +13,15 @@ and ``expectedToolOrder`` checks do not depend on which thread started first.
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict, deque
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from .._lazy import lazy_getattr
 
-from ..model import AgentRun, ToolCall
+if TYPE_CHECKING:
+    from ..model import AgentRun, ToolCall
+    from .code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
 
 __all__ = [
     "ArgsMatch",
@@ -46,63 +46,14 @@ EMPTY_RUN_ERROR = "Input and output messages cannot be null or empty"
 #: ``AgentRun.conventions`` marker of a run built from Mastra-shaped messages.
 MASTRA_MESSAGES = "mastra-messages"
 
-
-class _Result(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
-
-
-class ToolCallInfo(_Result):
-    tool_name: str
-    tool_call_id: str
-    message_index: int
-    invocation_index: int
+# The result models (pydantic) load with the first result, not with the scorer: the span processor
+# imports this module and only ever asks for verdicts.
+__getattr__ = lazy_getattr(
+    __name__, dict.fromkeys(("CallMatch", "CodePreprocessResult", "CodeScoreResult", "ToolCallInfo"), ".code_result")
+)
 
 
-class CallMatch(_Result):
-    """One line of the explanation: an expected call and what became of it, or an extra call."""
-
-    expected_index: int | None = None
-    expected_tool: str | None = None
-    actual_index: int | None = None
-    actual_tool: str | None = None
-    tool_call_id: str | None = None
-    outcome: Literal["matched", "missing", "args_mismatch", "out_of_order", "unexpected", "extra_call"]
-    detail: str
-
-
-class CodePreprocessResult(_Result):
-    expected_tool: str | None
-    actual_tools: list[str]
-    strict_mode: bool
-    expected_tool_order: list[str] | None
-    has_tool_calls: bool
-    correct_tool_called: bool
-    correct_order_called: bool | None
-    tool_call_infos: list[ToolCallInfo]
-
-
-class CodeScoreResult(_Result):
-    run_id: str
-    score: float
-    preprocess_step_result: CodePreprocessResult
-    match: MatchMode = "ordered"
-    explanation: list[CallMatch] = Field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return self.score >= 1.0
-
-    @property
-    def label(self) -> str:
-        return "pass" if self.passed else "fail"
-
-    def summary(self) -> str:
-        """One line for humans and for ``gen_ai.evaluation.explanation``: expected vs called."""
-        p = self.preprocess_step_result
-        return _summary(self.label, p.expected_tool, p.expected_tool_order, p.strict_mode, self.match, p.actual_tools)
-
-
-def _summary(
+def summary_line(
     label: str,
     expected_tool: str | None,
     expected_tool_order: Sequence[str] | None,
@@ -118,24 +69,13 @@ def _summary(
     return f"{label}: expected {want} ({mode}); called {called}"
 
 
-@dataclass(frozen=True, slots=True)
-class CodeVerdict:
-    """The score of a run without the pydantic result: what the span processor needs on its hot path.
+class PassFail:
+    """``passed`` and ``label`` of a score: a run passes at 1.0 (the code scorer's scores are 0 or 1)."""
 
-    :meth:`ToolCallAccuracyCodeScorer.result` turns it into the full :class:`CodeScoreResult` later
-    (off the hot path) when someone needs it.
-    """
+    __slots__ = ()
 
-    score: float
-    actual_tools: list[str]
-    correct_tool_called: bool
-    correct_order_called: bool | None
-    expected_tool: str | None
-    expected_tool_order: list[str] | None
-    strict_mode: bool
-    match: MatchMode
-    calls: list[ToolCall]
-    ok: list[bool]
+    if TYPE_CHECKING:
+        score: float
 
     @property
     def passed(self) -> bool:
@@ -145,10 +85,66 @@ class CodeVerdict:
     def label(self) -> str:
         return "pass" if self.passed else "fail"
 
+
+class CodeVerdict(PassFail):
+    """The score of a run without the pydantic result: what the span processor needs on its hot path.
+
+    :meth:`ToolCallAccuracyCodeScorer.result` turns it into the full :class:`CodeScoreResult` later
+    (off the hot path) when someone needs it. A plain ``__slots__`` class: one is built per scored
+    run, and a frozen dataclass's ``__init__`` costs a function call per field.
+    """
+
+    __slots__ = (
+        "actual_tools",
+        "calls",
+        "correct_order_called",
+        "correct_tool_called",
+        "expected_tool",
+        "expected_tool_order",
+        "match",
+        "ok",
+        "score",
+        "strict_mode",
+    )
+
+    def __init__(
+        self,
+        score: float,
+        actual_tools: list[str],
+        correct_tool_called: bool,
+        correct_order_called: bool | None,
+        expected_tool: str | None,
+        expected_tool_order: list[str] | None,
+        strict_mode: bool,
+        match: MatchMode,
+        calls: list[ToolCall],
+        ok: list[bool],
+    ) -> None:
+        self.score = score
+        self.actual_tools = actual_tools
+        self.correct_tool_called = correct_tool_called
+        self.correct_order_called = correct_order_called
+        self.expected_tool = expected_tool
+        self.expected_tool_order = expected_tool_order
+        self.strict_mode = strict_mode
+        self.match: MatchMode = match
+        self.calls = calls
+        self.ok = ok
+
     def summary(self) -> str:
-        return _summary(
+        return summary_line(
             self.label, self.expected_tool, self.expected_tool_order, self.strict_mode, self.match, self.actual_tools
         )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not CodeVerdict:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # holds lists
+
+    def __repr__(self) -> str:
+        return "CodeVerdict(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
 
 def _args_subset(expected: Any, actual: Any) -> bool:
@@ -255,7 +251,7 @@ class ToolCallAccuracyCodeScorer:
         return j == len(order)
 
     def _multiset_passed(self, calls: list[ToolCall], ok: list[bool]) -> bool:
-        want = Counter(self._expected_list())
+        want = Counter(self.expected_list())
         got = Counter(c.name for i, c in enumerate(calls) if ok[i])
         bad = len(calls) - sum(ok)
         if self.match == "unordered":
@@ -265,23 +261,8 @@ class ToolCallAccuracyCodeScorer:
         # subset: every call is an expected one, within the expected multiplicity
         return bad == 0 and all(n <= want[name] for name, n in got.items())
 
-    def _expected_list(self) -> list[str]:
+    def expected_list(self) -> list[str]:
         return self.expected_tool_order or [self.expected_tool or ""]
-
-    # -- the explanation (opt-out with explain=False; linear too) --------------------------------
-    # Every expected entry appears exactly once (matched / missing / args_mismatch / out_of_order) and
-    # every actual call at most once; calls paired with no expected entry are listed as
-    # ``unexpected`` (a tool not expected at all) or ``extra_call`` (an expected tool called more
-    # often than expected). Whether those extra entries fail the run depends on the mode.
-    def _explain(self, calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
-        expected = self._expected_list()
-        if self.match != "ordered" or self.expected_tool_order is None:
-            # single-tool mode is the multiset comparison against [expected_tool]
-            allowed = self.match == "superset" or (self.match == "ordered" and not self.strict_mode)
-            return _explain_multiset(expected, calls, ok, allowed)
-        if self.strict_mode:
-            return _explain_strict_order(expected, calls, ok)
-        return _explain_lenient_order(expected, calls, ok)
 
     # -- public API -------------------------------------------------------------------------------
     def verdict(self, run: AgentRun) -> CodeVerdict:
@@ -314,33 +295,10 @@ class ToolCallAccuracyCodeScorer:
         )
 
     def result(self, run: AgentRun, verdict: CodeVerdict, *, explain: bool = True) -> CodeScoreResult:
-        """The full, Mastra-shaped result of a :meth:`verdict`."""
-        calls = verdict.calls
-        infos = [
-            ToolCallInfo(
-                tool_name=c.name,
-                tool_call_id=c.call_id or f"{_idx(c.message_index, 0)}-{_idx(c.invocation_index, i)}",
-                message_index=_idx(c.message_index, 0),
-                invocation_index=_idx(c.invocation_index, i),
-            )
-            for i, c in enumerate(calls)
-        ]
-        return CodeScoreResult(
-            run_id=run.run_id,
-            score=verdict.score,
-            match=self.match,
-            explanation=self._explain(calls, verdict.ok) if explain else [],
-            preprocess_step_result=CodePreprocessResult(
-                expected_tool=self.expected_tool,
-                actual_tools=verdict.actual_tools,
-                strict_mode=self.strict_mode,
-                expected_tool_order=self.expected_tool_order,
-                has_tool_calls=bool(calls),
-                correct_tool_called=verdict.correct_tool_called,
-                correct_order_called=verdict.correct_order_called,
-                tool_call_infos=infos,
-            ),
-        )
+        """The full, Mastra-shaped result of a :meth:`verdict` (its pydantic models load on the first call)."""
+        from .code_result import code_score_result
+
+        return code_score_result(self, run, verdict, explain=explain)
 
     def run(self, run: AgentRun, *, explain: bool = True) -> CodeScoreResult:
         """Score one run. Pure and synchronous: no I/O, linear in the number of calls."""
@@ -364,136 +322,6 @@ def _decoded(actual: Any, expected: Any) -> Any:
         except ValueError:
             return actual
     return actual
-
-
-def _idx(value: int | None, fallback: int) -> int:
-    return fallback if value is None else value
-
-
-def _note(
-    expected_index: int | None,
-    expected_tool: str | None,
-    actual_index: int | None,
-    call: ToolCall | None,
-    outcome: Any,
-    detail: str,
-) -> CallMatch:
-    return CallMatch(
-        expected_index=expected_index,
-        expected_tool=expected_tool,
-        actual_index=actual_index,
-        actual_tool=call.name if call else None,
-        tool_call_id=call.call_id if call else None,
-        outcome=outcome,
-        detail=detail,
-    )
-
-
-def _leftovers(expected: Sequence[str], calls: list[ToolCall], used: list[bool], allowed: bool) -> list[CallMatch]:
-    """Calls paired with no expected entry: an expected tool called once more, or a tool not expected."""
-    names = set(expected)
-    suffix = "; allowed in this mode" if allowed else ""
-    notes: list[CallMatch] = []
-    for i, c in enumerate(calls):
-        if used[i]:
-            continue
-        if c.name in names:
-            detail = f"{c.name} called more often than expected (call #{i}){suffix}"
-            notes.append(_note(None, None, i, c, "extra_call", detail))
-        else:
-            notes.append(_note(None, None, i, c, "unexpected", f"{c.name} was not expected (call #{i}){suffix}"))
-    return notes
-
-
-def _explain_multiset(
-    expected: Sequence[str], calls: list[ToolCall], ok: list[bool], extras_allowed: bool
-) -> list[CallMatch]:
-    """Pair expected names with calls regardless of order: good calls first, then ones with other arguments."""
-    slots: dict[str, deque[int]] = defaultdict(deque)
-    for k, name in enumerate(expected):
-        slots[name].append(k)
-    paired: dict[int, tuple[int, str]] = {}
-    used = [False] * len(calls)
-    for want_ok in (True, False):
-        for i, c in enumerate(calls):
-            if ok[i] is want_ok and slots.get(c.name):
-                paired[slots[c.name].popleft()] = (i, "matched" if want_ok else "args_mismatch")
-                used[i] = True
-    notes: list[CallMatch] = []
-    for k, name in enumerate(expected):
-        if k not in paired:
-            notes.append(_note(k, name, None, None, "missing", f"{name} was not called"))
-            continue
-        i, outcome = paired[k]
-        detail = f"{name} called as call #{i}" if outcome == "matched" else f"{name} called with other arguments (call #{i})"
-        notes.append(_note(k, name, i, calls[i], outcome, detail))
-    return notes + _leftovers(expected, calls, used, extras_allowed)
-
-
-def _explain_strict_order(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
-    """Position by position: the call at position k must be expected tool k."""
-    notes: list[CallMatch] = []
-    for k, name in enumerate(expected):
-        if k >= len(calls):
-            notes.append(_note(k, name, None, None, "missing", f"position {k}: {name} was not called"))
-            continue
-        c = calls[k]
-        if c.name == name:
-            outcome = "matched" if ok[k] else "args_mismatch"
-            detail = f"position {k}: {name}" + ("" if ok[k] else " called with other arguments")
-        else:
-            outcome, detail = "out_of_order", f"position {k}: expected {name}, called {c.name}"
-        notes.append(_note(k, name, k, c, outcome, detail))
-    used = [i < len(expected) for i in range(len(calls))]
-    return notes + _leftovers(expected, calls, used, False)
-
-
-def _explain_lenient_order(expected: Sequence[str], calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
-    """Subsequence alignment that skips an expected tool it cannot place and goes on with the next.
-
-    Without a skip this is the greedy match of the rule, so all entries are ``matched`` exactly when
-    the run passes. A per-name cursor over call positions keeps it linear.
-    """
-    positions: dict[str, list[int]] = defaultdict(list)
-    for i, c in enumerate(calls):
-        if ok[i]:
-            positions[c.name].append(i)
-    cursor: dict[str, int] = defaultdict(int)
-    paired: dict[int, int] = {}
-    used = [False] * len(calls)
-    last = -1
-    for k, name in enumerate(expected):
-        pos, n = positions.get(name, []), cursor[name]
-        while n < len(pos) and pos[n] <= last:
-            n += 1
-        if n < len(pos):
-            paired[k], last = pos[n], pos[n]
-            used[pos[n]] = True
-            n += 1
-        cursor[name] = n
-    # An expected tool that could not be placed: called elsewhere (out of order), with other
-    # arguments, or not at all.
-    spare_ok: dict[str, deque[int]] = defaultdict(deque)
-    spare_bad: dict[str, deque[int]] = defaultdict(deque)
-    for i, c in enumerate(calls):
-        if not used[i]:
-            (spare_ok if ok[i] else spare_bad)[c.name].append(i)
-    notes: list[CallMatch] = []
-    for k, name in enumerate(expected):
-        if k in paired:
-            i = paired[k]
-            notes.append(_note(k, name, i, calls[i], "matched", f"{name} matched call #{i}"))
-        elif spare_ok.get(name):
-            i = spare_ok[name].popleft()
-            used[i] = True
-            notes.append(_note(k, name, i, calls[i], "out_of_order", f"{name} called (call #{i}), but not in the expected order"))
-        elif spare_bad.get(name):
-            i = spare_bad[name].popleft()
-            used[i] = True
-            notes.append(_note(k, name, i, calls[i], "args_mismatch", f"{name} called with other arguments (call #{i})"))
-        else:
-            notes.append(_note(k, name, None, None, "missing", f"{name} was not called"))
-    return notes + _leftovers(expected, calls, used, True)
 
 
 def create_tool_call_accuracy_scorer_code(

@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..config import ENV_PREFIX, Settings
-from ..envconfig import ConfigError, EnvSettings, build_settings, did_you_mean, migrate_renamed
+from ..envconfig import ConfigError, EnvSettings, build_settings, did_you_mean, migrate_renamed, setting
 from ..files import read_config_text
 from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
 
@@ -39,127 +38,6 @@ SERVICE_ENV_PREFIX = ENV_PREFIX + "SERVICE_"
 #: ``loadbalancing`` exporter (whose DNS resolver defaults to port 4317) reaches the service as-is.
 DEFAULT_GRPC_PORT = 4317
 DEFAULT_HTTP_PORT = 4318
-
-
-class ServiceSettings(EnvSettings):
-    """What the scoring service adds to the processor's settings."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    env_prefix: ClassVar[str] = SERVICE_ENV_PREFIX
-    renamed_to_ms: ClassVar[Mapping[str, str]] = {
-        "hard_timeout_s": "hard_timeout_ms",
-        "http_read_timeout_s": "http_read_timeout_ms",
-        "http_idle_timeout_s": "http_idle_timeout_ms",
-        "retry_after_s": "retry_after_ms",
-        "drain_timeout_s": "drain_timeout_ms",
-    }
-
-    host: str = Field("127.0.0.1", description="Address the OTLP receivers bind (use 0.0.0.0 in a container).")
-    grpc_port: int = Field(DEFAULT_GRPC_PORT, ge=0, le=65535, description="OTLP/gRPC port (0: any free port).")
-    http_port: int = Field(
-        DEFAULT_HTTP_PORT, ge=0, le=65535, description="OTLP/HTTP port, also /healthz and /readyz (0: any free port)."
-    )
-    quiet_period_ms: int = Field(
-        500, ge=0, le=600_000,
-        description="A trace whose root has arrived and has no missing parent is scored after this long without new spans.",
-    )
-    hard_timeout_ms: int = Field(
-        30_000, gt=0, le=86_400_000,
-        description="A trace still incomplete this long after its first span is scored as it is.",
-    )
-    max_pending_spans: int = Field(
-        200_000, ge=1, le=100_000_000, description="Spans buffered at once; past it requests are refused (retryable)."
-    )
-    max_pending_bytes: int = Field(
-        256 * 1024 * 1024, ge=1024, le=1 << 40,
-        description="Estimated bytes buffered at once (twice the encoded size plus 2 KiB per span: close to the memory they take); past it requests are refused.",
-    )
-    max_request_bytes: int = Field(
-        16 * 1024 * 1024, ge=1024, le=1 << 32, description="Largest OTLP request body accepted (HTTP and gRPC)."
-    )
-    http_read_timeout_ms: int = Field(
-        10_000, gt=0, le=600_000,
-        description="An OTLP/HTTP request (headers and body) must arrive within this long of its first byte, and a new "
-        "connection must send its first request within it; past it the connection is closed (408).",
-    )
-    http_idle_timeout_ms: int = Field(
-        30_000, gt=0, le=3_600_000,
-        description="A kept-alive OTLP/HTTP connection idle this long between requests is closed.",
-    )
-    http_max_connections: int = Field(
-        1024, ge=1, le=1_000_000,
-        description="Open OTLP/HTTP connections at once; past it a new connection is answered 503 (retryable) and closed.",
-    )
-    forward_queue_spans: int = Field(
-        16_384, ge=64, le=10_000_000,
-        description="Enrich-and-forward: spans waiting to be exported at once; at half of it requests are refused "
-        "(retryable), when full the scorer waits for room.",
-    )
-    forward_queue_bytes: int = Field(
-        64 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024 * 1024,
-        description="Enrich-and-forward: encoded bytes of the spans waiting to be exported at once; at half of it "
-        "requests are refused (retryable), when full the scorer waits for room (a larger span goes alone).",
-    )
-    forward_request_bytes: int = Field(
-        4 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
-        description="Enrich-and-forward: encoded spans per export request at most (a batch is cut there; a larger "
-        "span goes alone). 4 MiB is the default largest message a gRPC server (the Collector's too) receives.",
-    )
-    forward_max_response_bytes: int = Field(
-        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT,
-        description="Enrich-and-forward: largest response body read from the backend (decoded); a larger one is "
-        "refused and counted (`toolscore.http.client.refused`), the batch counted as `forward_failed`.",
-    )
-    retry_after_ms: int = Field(
-        2_000, ge=1, le=3_600_000,
-        description="Retry delay advertised when refusing under overload (HTTP `Retry-After` rounds it up to whole seconds).",
-    )
-    forward: bool = Field(
-        False, description="Enrich-and-forward: export every received span, with score attributes on run roots."
-    )
-    export_endpoint: str | None = Field(
-        None, description="OTLP endpoint for scores, metrics and forwarded spans (default: OTEL_EXPORTER_OTLP_* variables)."
-    )
-    export_protocol: Literal["grpc", "http/protobuf"] | None = Field(
-        None, description="Export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)."
-    )
-    export: bool = Field(True, description="Export over OTLP at all (off: nothing leaves the service).")
-    metric_export_interval_ms: int = Field(10_000, ge=100, le=3_600_000, description="Metric export period.")
-    drain_timeout_ms: int = Field(10_000, gt=0, le=600_000, description="Longest SIGTERM drain before exiting.")
-    recent_traces: int = Field(
-        100_000, ge=0, le=10_000_000, description="Completed trace ids remembered to recognise late spans."
-    )
-    queue_dir: str | None = Field(
-        None,
-        description="Enrich-and-forward: keep every accepted request in an on-disk queue in this directory until its "
-        "spans are forwarded; the next start replays what a crash left (off by default).",
-    )
-    queue_max_bytes: int = Field(
-        1024 * 1024 * 1024, ge=1024 * 1024, le=1 << 44,
-        description="`queue_dir`: most bytes the queue takes on disk; past it requests are refused (retryable).",
-    )
-    queue_fsync: bool = Field(
-        False,
-        description="`queue_dir`: sync every request to the disk before acknowledging it (off: written to the file, "
-        "which a killed process cannot lose; a machine crash can lose the last seconds).",
-    )
-
-    @field_validator("host")
-    @classmethod
-    def _check_host(cls, value: str) -> str:
-        return check_bind_host(value)
-
-    @field_validator("queue_dir")
-    @classmethod
-    def _check_queue_dir(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            return None
-        return value
-
-    @property
-    def retry_after_header(self) -> str:
-        """``retry_after_ms`` as HTTP ``Retry-After`` (whole seconds, rounded up)."""
-        return str(max(1, -(-self.retry_after_ms // 1000)))
 
 
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
@@ -185,13 +63,158 @@ def check_bind_host(value: str) -> str:
     return name
 
 
-class ServiceConfig(BaseModel):
+def _blank_is_unset(value: str) -> str | None:
+    return value if value.strip() else None
+
+
+class ServiceSettings(EnvSettings):
+    """What the scoring service adds to the processor's settings."""
+
+    env_prefix: ClassVar[str] = SERVICE_ENV_PREFIX
+    renamed_to_ms: ClassVar[Mapping[str, str]] = {
+        "hard_timeout_s": "hard_timeout_ms",
+        "http_read_timeout_s": "http_read_timeout_ms",
+        "http_idle_timeout_s": "http_idle_timeout_ms",
+        "retry_after_s": "retry_after_ms",
+        "drain_timeout_s": "drain_timeout_ms",
+    }
+
+    host: str = setting(
+        "127.0.0.1", "Address the OTLP receivers bind (use 0.0.0.0 in a container).", check=check_bind_host
+    )
+    grpc_port: int = setting(DEFAULT_GRPC_PORT, "OTLP/gRPC port (0: any free port).", ge=0, le=65535)
+    http_port: int = setting(
+        DEFAULT_HTTP_PORT, "OTLP/HTTP port, also /healthz and /readyz (0: any free port).", ge=0, le=65535
+    )
+    quiet_period_ms: int = setting(
+        500,
+        "A trace whose root has arrived and has no missing parent is scored after this long without new spans.",
+        ge=0,
+        le=600_000,
+    )
+    hard_timeout_ms: int = setting(
+        30_000, "A trace still incomplete this long after its first span is scored as it is.", gt=0, le=86_400_000
+    )
+    max_pending_spans: int = setting(
+        200_000, "Spans buffered at once; past it requests are refused (retryable).", ge=1, le=100_000_000
+    )
+    max_pending_bytes: int = setting(
+        256 * 1024 * 1024,
+        "Estimated bytes buffered at once (twice the encoded size plus 2 KiB per span: close to the memory they take); past it requests are refused.",
+        ge=1024,
+        le=1 << 40,
+    )
+    max_request_bytes: int = setting(
+        16 * 1024 * 1024, "Largest OTLP request body accepted (HTTP and gRPC).", ge=1024, le=1 << 32
+    )
+    http_read_timeout_ms: int = setting(
+        10_000,
+        "An OTLP/HTTP request (headers and body) must arrive within this long of its first byte, and a new "
+        "connection must send its first request within it; past it the connection is closed (408).",
+        gt=0,
+        le=600_000,
+    )
+    http_idle_timeout_ms: int = setting(
+        30_000, "A kept-alive OTLP/HTTP connection idle this long between requests is closed.", gt=0, le=3_600_000
+    )
+    http_max_connections: int = setting(
+        1024,
+        "Open OTLP/HTTP connections at once; past it a new connection is answered 503 (retryable) and closed.",
+        ge=1,
+        le=1_000_000,
+    )
+    forward_queue_spans: int = setting(
+        16_384,
+        "Enrich-and-forward: spans waiting to be exported at once; at half of it requests are refused "
+        "(retryable), when full the scorer waits for room.",
+        ge=64,
+        le=10_000_000,
+    )
+    forward_queue_bytes: int = setting(
+        64 * 1024 * 1024,
+        "Enrich-and-forward: encoded bytes of the spans waiting to be exported at once; at half of it "
+        "requests are refused (retryable), when full the scorer waits for room (a larger span goes alone).",
+        ge=1024,
+        le=64 * 1024 * 1024 * 1024,
+    )
+    forward_request_bytes: int = setting(
+        4 * 1024 * 1024,
+        "Enrich-and-forward: encoded spans per export request at most (a batch is cut there; a larger "
+        "span goes alone). 4 MiB is the default largest message a gRPC server (the Collector's too) receives.",
+        ge=1024,
+        le=1024 * 1024 * 1024,
+    )
+    forward_max_response_bytes: int = setting(
+        DEFAULT_MAX_RESPONSE_BYTES,
+        "Enrich-and-forward: largest response body read from the backend (decoded); a larger one is "
+        "refused and counted (`toolscore.http.client.refused`), the batch counted as `forward_failed`.",
+        ge=MIN_RESPONSE_BYTES,
+        le=MAX_RESPONSE_BYTES_LIMIT,
+    )
+    retry_after_ms: int = setting(
+        2_000,
+        "Retry delay advertised when refusing under overload (HTTP `Retry-After` rounds it up to whole seconds).",
+        ge=1,
+        le=3_600_000,
+    )
+    forward: bool = setting(
+        False, "Enrich-and-forward: export every received span, with score attributes on run roots."
+    )
+    export_endpoint: str | None = setting(
+        None, "OTLP endpoint for scores, metrics and forwarded spans (default: OTEL_EXPORTER_OTLP_* variables)."
+    )
+    export_protocol: Literal["grpc", "http/protobuf"] | None = setting(
+        None, "Export protocol (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)."
+    )
+    export: bool = setting(True, "Export over OTLP at all (off: nothing leaves the service).")
+    metric_export_interval_ms: int = setting(10_000, "Metric export period.", ge=100, le=3_600_000)
+    drain_timeout_ms: int = setting(10_000, "Longest SIGTERM drain before exiting.", gt=0, le=600_000)
+    recent_traces: int = setting(
+        100_000, "Completed trace ids remembered to recognise late spans.", ge=0, le=10_000_000
+    )
+    queue_dir: str | None = setting(
+        None,
+        "Enrich-and-forward: keep every accepted request in an on-disk queue in this directory until its "
+        "spans are forwarded; the next start replays what a crash left (off by default).",
+        check=_blank_is_unset,
+    )
+    queue_max_bytes: int = setting(
+        1024 * 1024 * 1024,
+        "`queue_dir`: most bytes the queue takes on disk; past it requests are refused (retryable).",
+        ge=1024 * 1024,
+        le=1 << 44,
+    )
+    queue_fsync: bool = setting(
+        False,
+        "`queue_dir`: sync every request to the disk before acknowledging it (off: written to the file, "
+        "which a killed process cannot lose; a machine crash can lose the last seconds).",
+    )
+
+    @property
+    def retry_after_header(self) -> str:
+        """``retry_after_ms`` as HTTP ``Retry-After`` (whole seconds, rounded up)."""
+        return str(max(1, -(-self.retry_after_ms // 1000)))
+
+
+class ServiceConfig:
     """Both halves, as the service runs with them."""
 
-    model_config = ConfigDict(frozen=True)
+    __slots__ = ("scoring", "service")
 
-    service: ServiceSettings
-    scoring: Settings
+    def __init__(self, *, service: ServiceSettings, scoring: Settings) -> None:
+        self.service = service
+        self.scoring = scoring
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ServiceConfig):
+            return NotImplemented
+        return (self.service, self.scoring) == (other.service, other.scoring)
+
+    def __hash__(self) -> int:
+        return hash((self.service, self.scoring))
+
+    def __repr__(self) -> str:
+        return f"ServiceConfig(service={self.service!r}, scoring={self.scoring!r})"
 
 
 def _read_file(path: str | Path) -> dict[str, Any]:

@@ -9,17 +9,18 @@ processor (``sinks=[...]``), to ``configure()``/``install()``, or name them in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .base import ScoreSink
-from .dispatch import SinkDispatcher, SinkStats
-from .record import AnnotatorKind, ScoreRecord
-from .retry import SinkError
-from .settings import resolve_sinks, sink_from_name
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from .base import ScoreSink
+    from .dispatch import SinkDispatcher, SinkStats
     from .langfuse import LangfuseSink
     from .phoenix import PhoenixSink
+    from .record import AnnotatorKind, ScoreRecord
+    from .retry import SinkError
+    from .settings import resolve_sinks, sink_from_name
 
 __all__ = [
     "AnnotatorKind",
@@ -35,14 +36,21 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The built-in sinks load on first use: httpx and langfuse only when their sink is asked for.
-    if name == "PhoenixSink":
-        from .phoenix import PhoenixSink
+# name -> module that defines it; loaded on first attribute access. The span processor imports
+# ``sinks.base`` (the interface) and nothing else here until a sink is configured; the built-in
+# sinks load httpx and langfuse only when their sink is asked for.
+_LAZY: dict[str, str] = {
+    "AnnotatorKind": ".record",
+    "LangfuseSink": ".langfuse",
+    "PhoenixSink": ".phoenix",
+    "ScoreRecord": ".record",
+    "ScoreSink": ".base",
+    "SinkDispatcher": ".dispatch",
+    "SinkError": ".retry",
+    "SinkStats": ".dispatch",
+    "resolve_sinks": ".settings",
+    "sink_from_name": ".settings",
+}
 
-        return PhoenixSink
-    if name == "LangfuseSink":
-        from .langfuse import LangfuseSink
 
-        return LangfuseSink
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

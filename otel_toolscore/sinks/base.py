@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from .record import ScoreRecord
+if TYPE_CHECKING:
+    from .record import ScoreRecord  # a pydantic model: loaded when the first record is built
 
 __all__ = ["ScoreSink"]
 

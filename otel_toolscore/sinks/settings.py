@@ -10,11 +10,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from typing import ClassVar
 
 from ..config import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
+from ..envconfig import EnvSettings, SecretStr, setting
 from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     MAX_RESPONSE_BYTES_LIMIT,
@@ -39,64 +38,54 @@ _TIMEOUT = "Deadline of one request, connect to last byte."
 _MAX_RESPONSE = "Largest response body read (decoded); a larger one is refused and counted."
 
 
-class PhoenixSinkSettings(BaseModel):
+class _SinkSettings(EnvSettings):
+    """A sink's settings: ``OTEL_TOOLSCORE_<SINK>_<NAME>`` variables, read as the processor's are."""
+
+    secret_fields: ClassVar[frozenset[str]] = frozenset({"api_key"})
+
+    @classmethod
+    def unknown_variable(cls, key: str, hint: str | None, what: str) -> str:
+        known = ", ".join(sorted(cls.env_name(f) for f in cls.model_fields))
+        return f"unknown setting {key} ignored ({f'did you mean {hint}? ' if hint else ''}known: {known})"
+
+
+class PhoenixSinkSettings(_SinkSettings):
     """``OTEL_TOOLSCORE_PHOENIX_*``; endpoint and key fall back to Phoenix's own variables."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    env_prefix: ClassVar[str] = f"{ENV_PREFIX}PHOENIX_"
 
-    endpoint: str | None = Field(
-        None, description="Phoenix base URL (default: `PHOENIX_COLLECTOR_ENDPOINT`, else `http://localhost:6006`)."
+    endpoint: str | None = setting(
+        None, "Phoenix base URL (default: `PHOENIX_COLLECTOR_ENDPOINT`, else `http://localhost:6006`)."
     )
-    api_key: SecretStr | None = Field(None, description="Bearer key (default: `PHOENIX_API_KEY`).")
-    timeout_ms: int = Field(5_000, ge=1, le=600_000, description=_TIMEOUT)
-    max_retries: int = Field(2, ge=0, le=10, description="Further attempts after a connection error, 429 or 5xx.")
-    max_batch: int = Field(100, ge=1, le=10_000, description="Annotations per request.")
-    max_response_bytes: int = Field(
-        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT, description=_MAX_RESPONSE
+    api_key: SecretStr | None = setting(None, "Bearer key (default: `PHOENIX_API_KEY`).")
+    timeout_ms: int = setting(5_000, _TIMEOUT, ge=1, le=600_000)
+    max_retries: int = setting(2, "Further attempts after a connection error, 429 or 5xx.", ge=0, le=10)
+    max_batch: int = setting(100, "Annotations per request.", ge=1, le=10_000)
+    max_response_bytes: int = setting(
+        DEFAULT_MAX_RESPONSE_BYTES, _MAX_RESPONSE, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT
     )
 
 
-class LangfuseSinkSettings(BaseModel):
+class LangfuseSinkSettings(_SinkSettings):
     """``OTEL_TOOLSCORE_LANGFUSE_*``; credentials and host are the Langfuse SDK's own variables."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    env_prefix: ClassVar[str] = f"{ENV_PREFIX}LANGFUSE_"
 
-    timeout_ms: int = Field(5_000, ge=1, le=600_000, description=_TIMEOUT)
-    max_retries: int = Field(2, ge=0, le=10, description="Further attempts after a connection error, 408/409/429 or 5xx.")
-    max_batch: int = Field(100, ge=1, le=10_000, description="Records per request (two scores each).")
-    max_response_bytes: int = Field(
-        DEFAULT_MAX_RESPONSE_BYTES, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT, description=_MAX_RESPONSE
+    timeout_ms: int = setting(5_000, _TIMEOUT, ge=1, le=600_000)
+    max_retries: int = setting(2, "Further attempts after a connection error, 408/409/429 or 5xx.", ge=0, le=10)
+    max_batch: int = setting(100, "Records per request (two scores each).", ge=1, le=10_000)
+    max_response_bytes: int = setting(
+        DEFAULT_MAX_RESPONSE_BYTES, _MAX_RESPONSE, ge=MIN_RESPONSE_BYTES, le=MAX_RESPONSE_BYTES_LIMIT
     )
 
 
-_SETTINGS: dict[str, type[BaseModel]] = {"phoenix": PhoenixSinkSettings, "langfuse": LangfuseSinkSettings}
+_SETTINGS: dict[str, type[_SinkSettings]] = {"phoenix": PhoenixSinkSettings, "langfuse": LangfuseSinkSettings}
 
 
-def sink_settings_from_env(name: str, environ: Mapping[str, str] | None = None) -> BaseModel:
+def sink_settings_from_env(name: str, environ: Mapping[str, str] | None = None) -> _SinkSettings:
     """The settings of sink ``name`` from its variables; bad or unknown ones are warned about and ignored."""
     model = _SETTINGS[name]
-    env = os.environ if environ is None else environ
-    prefix = f"{ENV_PREFIX}{name.upper()}_"
-    known = {prefix + field.upper(): field for field in model.model_fields}
-    values: dict[str, Any] = {}
-    for key, raw in env.items():
-        if not key.startswith(prefix):
-            continue
-        field = known.get(key)
-        if field is None:
-            _log.warning("otel-toolscore: unknown setting %s ignored (known: %s)", key, ", ".join(sorted(known)))
-            continue
-        text = raw.strip()
-        if not text:
-            continue  # empty means "use the default"
-        try:
-            model(**{field: text})
-        except ValidationError as exc:
-            shown = "***" if field == "api_key" else repr(raw)
-            _log.warning("otel-toolscore: invalid %s=%s ignored, default used: %s", key, shown, exc.errors()[0]["msg"])
-            continue
-        values[field] = text
-    return model(**values)
+    return model.build(os.environ if environ is None else environ, {}, what=f"{name} sink settings")
 
 
 def sink_from_name(name: str, environ: Mapping[str, str] | None = None) -> ScoreSink:

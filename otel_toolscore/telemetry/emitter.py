@@ -9,8 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry._logs import SeverityNumber
@@ -32,9 +31,12 @@ __all__ = ["BoundedLabels", "Emitter", "RunRef", "judge_span_attributes", "score
 _log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class RunRef:
-    """What the emitter needs to know of an evaluated run: where it is, and its low-cardinality names."""
+class RunRef(NamedTuple):
+    """What the emitter needs to know of an evaluated run: where it is, and its low-cardinality names.
+
+    A named tuple: immutable and hashable like the frozen dataclass it was, and one is built per
+    scored run, where a frozen dataclass's ``__init__`` costs a call per field.
+    """
 
     trace_id: int
     span_id: int
