@@ -655,6 +655,8 @@ KEYED_PARSERS.add(openinference_outputs)
 def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """An LLM span's ``output.value`` (the raw response JSON): fills arguments the flattened
     ``llm.output_messages.*`` keys left out (openai-agents drops ``{}``), or the calls themselves."""
+    if facts.requested and not opts.capture_content:
+        return  # the calls are known and no arguments are kept: nothing to read here
     data = maybe_json(value)
     if not isinstance(data, (Mapping, list)):
         return

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..run_records import CallRecord
-from .facts import ExtractOptions, SpanFacts, reports_error, root_attributes
+from .content import io_value_input, openinference_inputs, openinference_outputs
+from .facts import _CHARS_PER_FLAT_KEY, IN_SPAN_ATTRIBUTES, ExtractOptions, InSpan, SpanFacts, reports_error, root_attributes
 from .readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, settle_content, settle_facts
 from .records import _STATUS_BY_ID, SpanRecord, plain_attributes
 from .values import clean_id
@@ -340,6 +341,10 @@ def read_live_oi_span(
             "%016x" % ctx.span_id,
             "%016x" % parent.span_id if parent is not None else None,
         )
+    if not options.capture_content and status_code is not _ERROR and "error.type" not in a:
+        facts = _plain_oi(span, a, name, start, end, scope_name, ids, options)
+        if facts is not None:
+            return facts
     code = _STATUS_BY_ID.get(id(status_code)) or status_code.name
     message = status.description
     rec = SpanRecord(
@@ -356,3 +361,93 @@ def read_live_oi_span(
     convs: list[str] = []
     _openinference(rec, a, f, convs)
     return settle_facts(f, a, convs, code, message, scope_name, (), options)
+
+
+_OI_PLAIN_TAGS = frozenset({None, "langchain"})
+
+
+def _plain_oi(
+    span: Any,
+    a: Any,
+    name: str,
+    start: int | None,
+    end: int | None,
+    scope_name: str | None,
+    ids: tuple[str, str, str | None],
+    options: ExtractOptions,
+) -> SpanFacts | None:
+    """:func:`read_live_oi_span` of the commonest OpenInference spans — a chain, a model call without
+    ``output.value``, a tool with its call id or no result — with no error and content not kept,
+    built at once as the OpenInference reader and ``settle_facts`` leave them; ``None`` for any other
+    (the reader runs)."""
+    tag = _scope_tag(scope_name) if scope_name else None
+    if tag not in _OI_PLAIN_TAGS:
+        return None
+    kind = str(a["openinference.span.kind"]).upper()
+    if kind == "AGENT" or kind == "EVALUATOR":
+        return None
+    convs = ("openinference",) if tag is None else ("openinference", tag)
+    values: dict[str, Any] = {
+        "trace_id": ids[0],
+        "span_id": ids[1],
+        "parent_span_id": ids[2],
+        "name": name,
+        "start_time_unix_nano": start or 0,
+        "end_time_unix_nano": end or 0,
+        "holder": span,
+        "conventions": convs,
+        "materialized": True,
+    }
+    session = a.get("session.id")
+    if session is not None and session != "":
+        values["conversation_id"] = str(session)
+    f = _new(SpanFacts)
+    if kind == "TOOL":
+        call_id = clean_id(a.get("tool_call.id", a.get("tool.id")))
+        raw_result = a.get("output.value")
+        if tag == "langchain" and call_id is None and raw_result is not None:
+            return None  # the id is read from the result (a deferred parser): the reader's way
+        tool = a.get("tool.name")
+        if tool is None and name.startswith("handoff to "):
+            return None  # openai-agents' handoff: the reader's way
+        tool_name = str(tool) if tool is not None and tool != "" else name
+        values["role"] = "tool"
+        values["tool_name"] = tool_name
+        values["call_id"] = call_id
+        status, error_type = "ok", None
+        if raw_result is not None and reports_error(raw_result):
+            status, error_type = "error", "tool_error"
+            values["status"] = status
+            values["error_type"] = error_type
+        framework = tool_name in options.framework_tool_names or tool_name.startswith(options.framework_tool_prefixes)
+        values["call"] = CallRecord(
+            tool_name, call_id, None, None, status, error_type, "framework" if framework else "tool", "span", ids[1],
+            start or None, end or None,
+        )
+        f.__dict__ = values
+        return f
+    if kind == "LLM":
+        if "output.value" in a or len(a) * _CHARS_PER_FLAT_KEY > options.max_deferred_chars:
+            return None
+        values["role"] = "llm"
+        f.__dict__ = values
+        try:
+            openinference_outputs(f, a, options)
+        except Exception as exc:  # as _parse reports a parser that fails
+            f.problem(f"span {ids[1]}: openinference_outputs failed: {type(exc).__name__}: {exc}")
+        f.final_output = None  # content is not kept
+        f.deferred = [(openinference_inputs, IN_SPAN_ATTRIBUTES)]
+        return f
+    # a chain, or a kind no role is read from
+    values["role"] = "other"
+    agent = a.get("agent.name")
+    if agent is not None and agent != "":
+        values["agent_name"] = str(agent)
+    value = a.get("input.value")
+    if value is not None:
+        if not isinstance(value, str) or '"tool_call_with_context"' in value[:200] or len(value) > options.max_deferred_chars:
+            return None
+        key = next((k for k, v in a.items() if v is value), None)  # as _by_reference finds it
+        values["deferred"] = [(io_value_input, InSpan(key))]
+    f.__dict__ = values
+    return f
