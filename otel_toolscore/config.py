@@ -62,6 +62,13 @@ class Settings(EnvSettings):
     max_metric_agents: int = setting(
         100, "Distinct agent names used as a metric attribute before `_OTHER`.", ge=0, le=10_000
     )
+    max_name_chars: int = setting(
+        256,
+        "Longest agent or tool name (or conversation id) from data written to a metric attribute, an "
+        "event or a span attribute; longer ones are cut (`…`) and counted (`toolscore.dropped{name_too_long}`).",
+        ge=16,
+        le=1_000_000,
+    )
     include_framework_calls: bool = setting(
         False, "Count framework calls (handoffs, output tools) when scoring."
     )

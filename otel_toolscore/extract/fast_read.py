@@ -20,7 +20,15 @@ from typing import Any
 
 from ..run_records import CallRecord
 from .content import io_value_input, openinference_inputs, openinference_outputs
-from .facts import _CHARS_PER_FLAT_KEY, IN_SPAN_ATTRIBUTES, ExtractOptions, InSpan, SpanFacts, reports_error, root_attributes
+from .facts import (
+    _CHARS_PER_FLAT_KEY,
+    IN_SPAN_ATTRIBUTES,
+    ExtractOptions,
+    InSpan,
+    SpanFacts,
+    reports_error,
+    root_attributes,
+)
 from .readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, settle_content, settle_facts
 from .records import _STATUS_BY_ID, SpanRecord, plain_attributes
 from .values import clean_id

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# the longest explanation a record carries: one figure for every output (a judge's reason can be long)
+from ..telemetry.attributes import MAX_EXPLANATION_CHARS
 from ..telemetry.names import ANNOTATION_IDENTIFIER, LABEL_PASS
 
 __all__ = ["AnnotatorKind", "MetadataValue", "ScoreRecord"]
@@ -14,8 +16,6 @@ __all__ = ["AnnotatorKind", "MetadataValue", "ScoreRecord"]
 AnnotatorKind = Literal["CODE", "LLM"]
 MetadataValue = str | int | float | bool
 
-#: Longest explanation a record carries (the judge's reason can be long; backends cut it anyway).
-MAX_EXPLANATION_CHARS = 4096
 
 
 class ScoreRecord(BaseModel):

@@ -9,17 +9,33 @@ from typing import Any
 from ..scorers.code import CodeVerdict
 from . import names as n
 
-__all__ = ["code_score_attributes", "openinference_annotation"]
+__all__ = ["MAX_EXPLANATION_CHARS", "code_score_attributes", "cut_text", "openinference_annotation"]
 
 
-def code_score_attributes(result: CodeVerdict, *, max_tools: int, call_count: int) -> dict[str, Any]:
-    """The ``toolscore.code.*`` attributes for a scored run (absent keys mean "not applicable")."""
+#: Longest explanation written (an event's ``gen_ai.evaluation.explanation``, an annotation, a sink's
+#: record): a judge's reason can be megabytes.
+MAX_EXPLANATION_CHARS = 4096
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis, when it is longer."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "\u2026"
+
+
+def code_score_attributes(
+    result: CodeVerdict, *, max_tools: int, call_count: int, max_name_chars: int | None = None
+) -> dict[str, Any]:
+    """The ``toolscore.code.*`` attributes for a scored run (absent keys mean "not applicable").
+    Tool names longer than ``max_name_chars`` are cut (they come from data)."""
     p = result
+    tools = p.actual_tools[:max_tools]
+    if max_name_chars is not None and any(len(t) > max_name_chars for t in tools):
+        tools = [cut_text(t, max_name_chars) for t in tools]
     attrs: dict[str, Any] = {
         n.CODE_SCORE: float(result.score),
         n.CODE_LABEL: result.label,
         n.CODE_STRICT_MODE: p.strict_mode,
-        n.CODE_ACTUAL_TOOLS: p.actual_tools[:max_tools],
+        n.CODE_ACTUAL_TOOLS: tools,
         n.CODE_CORRECT_TOOL_CALLED: p.correct_tool_called,
         n.TOOL_CALL_COUNT: call_count,
     }

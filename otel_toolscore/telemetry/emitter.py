@@ -19,7 +19,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, T
 
 from .. import __version__
 from . import names as n
-from .attributes import openinference_annotation
+from .attributes import MAX_EXPLANATION_CHARS, cut_text, openinference_annotation
 from .http_refusals import observe_http_refusals
 
 if TYPE_CHECKING:
@@ -205,6 +205,9 @@ class Emitter:
             if label is not None:
                 attrs[n.GEN_AI_EVALUATION_SCORE_LABEL] = label
             if explanation:
+                if len(explanation) > MAX_EXPLANATION_CHARS:  # a judge's reason can be megabytes
+                    self.count_drop("explanation_too_long")
+                    explanation = cut_text(explanation, MAX_EXPLANATION_CHARS)
                 attrs[n.GEN_AI_EVALUATION_EXPLANATION] = explanation
             if error_type:
                 attrs[n.ERROR_TYPE] = error_type
@@ -307,7 +310,7 @@ def score_record(
     *attribute_maps: Mapping[str, Any] | None,
 ) -> ScoreRecord:
     """The sinks' record of one evaluation; scalar metric and event attributes become its metadata."""
-    from ..sinks.record import MAX_EXPLANATION_CHARS, ScoreRecord
+    from ..sinks.record import ScoreRecord
 
     metadata: dict[str, str | int | float | bool] = {}
     for attrs in attribute_maps:
@@ -321,15 +324,11 @@ def score_record(
         annotator_kind=n.ANNOTATOR_KIND_LLM if name == n.EVAL_LLM else n.ANNOTATOR_KIND_CODE,
         score=float(score),
         label=label,
-        explanation=_bounded_text(explanation, MAX_EXPLANATION_CHARS) if explanation else None,
+        explanation=cut_text(explanation, MAX_EXPLANATION_CHARS) if explanation else None,
         agent_name=ref.agent_name,
         conversation_id=ref.conversation_id,
         metadata=metadata,
     )
-
-
-def _bounded_text(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "\u2026"
 
 
 def judge_span_attributes(
@@ -366,15 +365,15 @@ def judge_span_attributes(
         if label is not None:
             attrs[n.GEN_AI_EVALUATION_SCORE_LABEL] = label
         if result.reason:
-            attrs[n.GEN_AI_EVALUATION_EXPLANATION] = _bounded_text(result.reason, max_text_chars * 4)
+            attrs[n.GEN_AI_EVALUATION_EXPLANATION] = cut_text(result.reason, max_text_chars * 4)
         evaluations = result.analyze_step_result.evaluations
         shown = evaluations[:max_evaluations]
         attrs[n.JUDGE_EVALUATION_COUNT] = len(evaluations)
-        attrs[n.JUDGE_EVALUATION_TOOLS] = [_bounded_text(e.tool_called, max_text_chars) for e in shown]
+        attrs[n.JUDGE_EVALUATION_TOOLS] = [cut_text(e.tool_called, max_text_chars) for e in shown]
         attrs[n.JUDGE_EVALUATION_APPROPRIATE] = [bool(e.was_appropriate) for e in shown]
-        attrs[n.JUDGE_EVALUATION_REASONING] = [_bounded_text(e.reasoning, max_text_chars) for e in shown]
+        attrs[n.JUDGE_EVALUATION_REASONING] = [cut_text(e.reasoning, max_text_chars) for e in shown]
         attrs[n.JUDGE_MISSING_TOOLS] = [
-            _bounded_text(t, max_text_chars) for t in result.analyze_step_result.missing_tools[:max_evaluations]
+            cut_text(t, max_text_chars) for t in result.analyze_step_result.missing_tools[:max_evaluations]
         ]
         attrs[n.JUDGE_STRUCTURED_OUTPUT] = bool(result.usage.structured_output)
         # OpenInference's post-hoc feedback form (spec/annotations.md): the carrier links exactly
