@@ -95,6 +95,7 @@ class CodeVerdict(PassFail):
     """
 
     __slots__ = (
+        "_summary",
         "actual_tools",
         "calls",
         "correct_order_called",
@@ -130,21 +131,28 @@ class CodeVerdict(PassFail):
         self.match: MatchMode = match
         self.calls = calls
         self.ok = ok
+        self._summary: str | None = None
 
     def summary(self) -> str:
-        return summary_line(
-            self.label, self.expected_tool, self.expected_tool_order, self.strict_mode, self.match, self.actual_tools
-        )
+        """One line for humans and for ``gen_ai.evaluation.explanation`` (built once: the span's
+        annotation and the evaluation event both carry it)."""
+        if self._summary is None:
+            self._summary = summary_line(
+                self.label, self.expected_tool, self.expected_tool_order, self.strict_mode, self.match, self.actual_tools
+            )
+        return self._summary
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not CodeVerdict:
             return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__ if name != "_summary")
 
     __hash__ = None  # type: ignore[assignment]  # holds lists
 
     def __repr__(self) -> str:
-        return "CodeVerdict(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+        return "CodeVerdict(" + ", ".join(
+            f"{name}={getattr(self, name)!r}" for name in self.__slots__ if name != "_summary"
+        ) + ")"
 
 
 def _args_subset(expected: Any, actual: Any) -> bool:
