@@ -272,3 +272,18 @@ def test_one_metavar_per_kind_of_value() -> None:
     for name in ("judge-check", "demo"):
         fmt = next(a for a in commands[name]._actions if a.dest == "format")  # type: ignore[attr-defined]
         assert fmt.help and "json" in fmt.help.lower() and "table" in fmt.help
+
+
+def test_bulk_commands_tune_the_garbage_collector(tmp_path: Path) -> None:
+    """extract/score/judge-check/serve freeze what setting up built and collect the young generation
+    less often (reading spans makes short-lived objects reference counting frees)."""
+    code = (
+        "import gc, sys\n"
+        "from otel_toolscore.cli import main\n"
+        "before = gc.get_freeze_count()\n"
+        f"rc = main(['extract', {str(tmp_path / 'none.jsonl')!r}])\n"
+        "print(gc.get_threshold()[0], gc.get_freeze_count() > before, rc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    threshold, frozen, _rc = out.stdout.split()
+    assert int(threshold) == 50_000 and frozen == "True", out.stderr
