@@ -38,14 +38,10 @@ __all__ = ["read_live_oi_span", "read_live_span"]
 #: ``gen_ai.operation.name`` → role, for the operations the GenAI reader alone decides.
 _ROLE_OF_OP: dict[str, str] = {"invoke_agent": "agent", "execute_tool": "tool", **dict.fromkeys(_LLM_OPS, "llm")}
 
-#: Keys another reader (or a content parser) reacts to: their presence sends the span to the generic
-#: readers. Kept in step with :mod:`.readers` by ``tests/test_fast_lane.py``.
-_GENERIC_KEYS = frozenset(
+#: Keys of the conventions other than GenAI and OpenInference (and the content keys the GenAI
+#: reader hands to another convention's parser).
+_OTHER_CONVENTION_KEYS = frozenset(
     {
-        # a handoff call (framework call) of the GenAI reader
-        "gen_ai.agent.handoff.target.name",
-        # other conventions
-        "openinference.span.kind",
         "traceloop.span.kind",
         "llm.request.type",
         "gen_ai.prompt.0.role",
@@ -59,31 +55,25 @@ _GENERIC_KEYS = frozenset(
         "gcp.vertex.agent.tool_call_args",
     }
 )
+#: Keys another reader (or a content parser) reacts to: their presence sends the span to the generic
+#: readers. Kept in step with :mod:`.readers` by ``tests/test_fast_lane.py``.
+_GENERIC_KEYS = _OTHER_CONVENTION_KEYS | {
+    # a handoff call (framework call) of the GenAI reader
+    "gen_ai.agent.handoff.target.name",
+    "openinference.span.kind",
+}
 #: Span names and scopes the Pydantic AI and ADK readers claim whatever the attributes.
 _GENERIC_NAMES = frozenset({"agent run", "running tool", "running tools", "execute_tool (merged)"})
 _GENERIC_SCOPES = frozenset({"pydantic-ai", "gcp.vertex.agent"})
 #: Keys of every reader but OpenInference's: a span carrying none of them (and no name, scope or
 #: event another reader claims) is read by the OpenInference reader alone.
-_NOT_OPENINFERENCE_KEYS = frozenset(
-    {
-        "gen_ai.operation.name",
-        "gen_ai.tool.name",
-        "gen_ai.agent.name",
-        "gen_ai.input.messages",
-        "gen_ai.output.messages",
-        "traceloop.span.kind",
-        "llm.request.type",
-        "gen_ai.prompt.0.role",
-        "gen_ai.completion.0.role",
-        "ai.operationId",
-        "mastra.span.type",
-        "pydantic_ai.all_messages",
-        "pydantic_ai.tool.failure_stage",
-        "tool_arguments",
-        "gcp.vertex.agent.llm_request",
-        "gcp.vertex.agent.tool_call_args",
-    }
-)
+_NOT_OPENINFERENCE_KEYS = _OTHER_CONVENTION_KEYS | {
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "gen_ai.agent.name",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+}
 _GENAI_NAME_PREFIXES = ("invoke_agent", "execute_tool")
 _GENAI = ("genai",)
 _CONTENT_KEYS = frozenset(key for key, _ in GENAI_CONTENT)
@@ -110,6 +100,60 @@ def _conventions(scope_name: str | None) -> tuple[str, ...]:
     return convs
 
 
+def _sdk_fields(span: Any) -> tuple[str, Any, Any, int | None, int | None, Any, str | None]:
+    """(name, events, status, start, end, status code, scope name) of an ended span: the SDK's slots
+    read directly (its properties copy or wrap), another SDK's span class through its properties."""
+    try:
+        scope = span._instrumentation_scope
+        status = span._status
+        events = span._events
+        return (
+            span._name,
+            getattr(events, "_dq", events),  # the SDK's BoundedList: its deque (len() in C)
+            status,
+            span._start_time,
+            span._end_time,
+            status._status_code,
+            scope._name if scope is not None else None,
+        )
+    except AttributeError:
+        scope, status = span.instrumentation_scope, span.status
+        return (
+            span.name,
+            span.events,
+            status,
+            span.start_time,
+            span.end_time,
+            status.status_code,
+            scope.name if scope is not None else None,
+        )
+
+
+def _tool_call(
+    values: dict[str, Any],
+    tool: str,
+    call_id: str | None,
+    raw_result: Any,
+    options: ExtractOptions,
+    span_id: str,
+    start: int | None,
+    end: int | None,
+) -> None:
+    """A tool span's call into ``values``, as the readers make it (an error-reporting result fails it)."""
+    values["tool_name"] = tool
+    values["call_id"] = call_id
+    status, error_type = "ok", None
+    if raw_result is not None and reports_error(raw_result):
+        status, error_type = "error", "tool_error"
+        values["status"] = status
+        values["error_type"] = error_type
+    framework = tool in options.framework_tool_names or tool.startswith(options.framework_tool_prefixes)
+    values["call"] = CallRecord(
+        tool, call_id, None, None, status, error_type, "framework" if framework else "tool", "span", span_id,
+        start or None, end or None,
+    )
+
+
 def read_live_span(
     span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None
 ) -> SpanFacts | None:
@@ -126,20 +170,7 @@ def read_live_span(
     role = _ROLE_OF_OP.get(op)
     if role is None or not _GENERIC_KEYS.isdisjoint(a):
         return None
-    try:
-        name = span._name
-        events = span._events
-        scope = span._instrumentation_scope
-        status = span._status
-        start = span._start_time
-        end = span._end_time
-        events = getattr(events, "_dq", events)  # the SDK's BoundedList: its deque (len() in C)
-        status_code = status._status_code
-        scope_name = scope._name if scope is not None else None
-    except AttributeError:  # a span class of another SDK: its public properties
-        name, events, scope, status = span.name, span.events, span.instrumentation_scope, span.status
-        start, end, status_code = span.start_time, span.end_time, status.status_code
-        scope_name = scope.name if scope is not None else None
+    name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
     if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES:
         return None
     tool = a.get("gen_ai.tool.name")
@@ -292,20 +323,7 @@ def _plain(
         call_id = a.get("gen_ai.tool.call.id")
         if call_id is not None:
             call_id = clean_id(call_id)
-        values["tool_name"] = tool
-        values["call_id"] = call_id
-        status = "ok"
-        error_type = None
-        raw_result = a.get("gen_ai.tool.call.result")
-        if raw_result is not None and reports_error(raw_result):
-            status, error_type = "error", "tool_error"
-            values["status"] = status
-            values["error_type"] = error_type
-        framework = tool in options.framework_tool_names or tool.startswith(options.framework_tool_prefixes)
-        values["call"] = CallRecord(
-            tool, call_id, None, None, status, error_type, "framework" if framework else "tool", "span", ids[1],
-            start or None, end or None,
-        )
+        _tool_call(values, tool, call_id, a.get("gen_ai.tool.call.result"), options, ids[1], start, end)
     elif role == "agent":
         values["attributes"] = root_attributes(a)
     f.__dict__ = values
@@ -326,19 +344,7 @@ def read_live_oi_span(
         a = plain_attributes(span)
     if "openinference.span.kind" not in a or not _NOT_OPENINFERENCE_KEYS.isdisjoint(a):
         return None
-    try:
-        name = span._name
-        events = getattr(span._events, "_dq", span._events)
-        scope = span._instrumentation_scope
-        status = span._status
-        start = span._start_time
-        end = span._end_time
-        status_code = status._status_code
-        scope_name = scope._name if scope is not None else None
-    except AttributeError:
-        name, events, scope, status = span.name, span.events, span.instrumentation_scope, span.status
-        start, end, status_code = span.start_time, span.end_time, status.status_code
-        scope_name = scope.name if scope is not None else None
+    name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
     if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES or name.startswith(_GENAI_NAME_PREFIXES):
         return None
     if ids is None:
@@ -420,18 +426,7 @@ def _plain_oi(
             return None  # openai-agents' handoff: the reader's way
         tool_name = str(tool) if tool is not None and tool != "" else name
         values["role"] = "tool"
-        values["tool_name"] = tool_name
-        values["call_id"] = call_id
-        status, error_type = "ok", None
-        if raw_result is not None and reports_error(raw_result):
-            status, error_type = "error", "tool_error"
-            values["status"] = status
-            values["error_type"] = error_type
-        framework = tool_name in options.framework_tool_names or tool_name.startswith(options.framework_tool_prefixes)
-        values["call"] = CallRecord(
-            tool_name, call_id, None, None, status, error_type, "framework" if framework else "tool", "span", ids[1],
-            start or None, end or None,
-        )
+        _tool_call(values, tool_name, call_id, raw_result, options, ids[1], start, end)
         f.__dict__ = values
         return f
     if kind == "LLM":
