@@ -45,6 +45,11 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
         assert row["target_agent"] == 1.10
         assert row["verdict_agent"] == ("PASS" if row["ratio_agent"] <= 1.10 else "MISS")
         assert row["verdict_total"] == ("PASS" if row["ratio_total"] <= row["target_total"] else "MISS")
+        # The lean full design ran in the same rounds, scored its runs, and is judged by the same targets.
+        assert row["lean_roots_scored_and_exported"] > 0 and row["lean_ratio_total"] > 0 and row["lean_ratio_agent"] > 0
+        assert row["lean_worker_us_per_run"] > 0 and row["gap_total"] > 0 and row["gap_agent"] > 0
+        assert row["lean_verdict_agent"] == ("PASS" if row["lean_ratio_agent"] <= 1.10 else "MISS")
+        assert row["lean_verdict_total"] == ("PASS" if row["lean_ratio_total"] <= row["target_total"] else "MISS")
     yardstick = doc["sections"]["yardstick"]["rows"]
     assert len(yardstick) == 3  # the two minimal processors and ours, each against the SDK alone
     assert all(r["roots_scored_and_exported"] > 0 and r["ratio_total"] > 0 for r in yardstick)
