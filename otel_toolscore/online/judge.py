@@ -35,7 +35,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict
 
-from .. import __version__
+from .._version import __version__
 from ..config import ConfigError
 from ..envconfig import warn_env
 from ..model import AgentRun

@@ -31,7 +31,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from .. import __version__
+from .._version import __version__
 from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, build_core, scored_copy
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
