@@ -408,7 +408,7 @@ def test_the_io_loop_carries_the_callers_context() -> None:
     # they must hold inside the judgment that runs on the scorer's loop.
     import contextvars
 
-    from otel_toolscore.scorers.llm import _IOLoop
+    from otel_toolscore.scorers.llm._io_loop import IOLoop as _IOLoop
 
     var: contextvars.ContextVar[str] = contextvars.ContextVar("judge_test_var", default="unset")
 
