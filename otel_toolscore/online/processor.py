@@ -47,8 +47,8 @@ from .workers import QueueWorker
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
+    from ..judge import Judge
     from ..sinks.dispatch import SinkDispatcher
-    from .judge import Judge
 
 __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 
