@@ -36,24 +36,22 @@ _LAZY: dict[str, str] = {
     "ToolScoreLogRecordProcessor": ".online.log_processor",
     "Expectation": ".online.expectations",
     "expect": ".online.expectations",
-    "Judge": ".online.judge",
-    "JudgeStats": ".online.judge",
-    "judge_from_env": ".online.judge",
-    "JudgeSettings": ".online.judge_settings",
-    "JudgeSampler": ".online.sampler",
+    "Judge": ".judge",
+    "JudgeStats": ".judge",
+    "judge_from_env": ".judge",
+    "JudgeSettings": ".judge",
+    "JudgeSampler": ".judge",
     "configure": ".online.setup",
     "install": ".online.setup",
 }
 
 if TYPE_CHECKING:
     from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report, iter_runs
+    from .judge import Judge, JudgeSampler, JudgeSettings, JudgeStats, judge_from_env
     from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
     from .online.expectations import Expectation, expect
-    from .online.judge import Judge, JudgeStats, judge_from_env
-    from .online.judge_settings import JudgeSettings
     from .online.log_processor import ToolScoreLogRecordProcessor
     from .online.processor import ToolScoreSpanProcessor
-    from .online.sampler import JudgeSampler
     from .online.setup import configure, install
     from .scorers.code import ToolCallAccuracyCodeScorer, create_tool_call_accuracy_scorer_code
     from .scorers.code_result import CodeScoreResult

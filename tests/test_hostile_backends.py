@@ -186,7 +186,7 @@ def test_the_cap_is_a_setting_and_a_content_length_over_it_is_refused_unread(cli
 
 
 def test_the_cap_settings_come_from_the_environment() -> None:
-    from otel_toolscore.online.judge_settings import JudgeSettings
+    from otel_toolscore.judge import JudgeSettings
     from otel_toolscore.service.settings import ServiceSettings
     from otel_toolscore.sinks.settings import sink_settings_from_env
 

@@ -408,7 +408,7 @@ def test_the_io_loop_carries_the_callers_context() -> None:
     # they must hold inside the judgment that runs on the scorer's loop.
     import contextvars
 
-    from otel_toolscore.scorers.llm import _IOLoop
+    from otel_toolscore.scorers.llm._io_loop import IOLoop as _IOLoop
 
     var: contextvars.ContextVar[str] = contextvars.ContextVar("judge_test_var", default="unset")
 
@@ -426,7 +426,7 @@ def test_the_io_loop_carries_the_callers_context() -> None:
 
 
 def test_the_deadline_defaults_to_twice_the_request_timeout() -> None:
-    from otel_toolscore.online.judge import judge_from_env
+    from otel_toolscore.judge import judge_from_env
 
     assert create_tool_call_accuracy_scorer_llm("m", timeout=30.0).deadline_s == 60.0
     assert create_tool_call_accuracy_scorer_llm("m", timeout=120.0).deadline_s == 240.0

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from otel_toolscore import AgentRun, JudgeSampler, ToolCall, create_tool_call_accuracy_scorer_code
+from otel_toolscore.judge import RollingLimit, SequenceMemory, TokenBudget, ratio_threshold, trace_id_in_ratio
 from otel_toolscore.online.processor import ScoredRun
-from otel_toolscore.online.sampler import RollingLimit, SequenceMemory, TokenBudget, ratio_threshold, trace_id_in_ratio
 from otel_toolscore.telemetry import RunRef
 
 N = 2_000

@@ -15,8 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolscore import Expectation, Judge, ToolScoreSpanProcessor
 from otel_toolscore.config import ConfigError, Settings
-from otel_toolscore.online.judge import judge_from_env
-from otel_toolscore.online.judge_settings import JudgeSettings
+from otel_toolscore.judge import JudgeSettings, judge_from_env
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
 from tests.support.openai_server import OpenAITestServer, echo_judge
 

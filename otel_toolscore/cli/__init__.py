@@ -16,7 +16,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
+from .._version import __version__
 from .arguments import HelpFormatter
 from .messages import PROG, command_messages
 

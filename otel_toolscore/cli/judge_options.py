@@ -12,8 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..online.judge import Judge
-from ..online.judge_settings import JudgeSettings
+from ..judge import Judge, JudgeSettings
 from .arguments import bounded_float, positive_int
 from .probe import shown_url, unreachable
 

@@ -9,10 +9,10 @@ import signal
 import socket
 import sys
 import threading
-import time
 from collections import Counter
 from typing import Any
 
+from .._deadline import Deadline
 from .arguments import HelpFormatter, epilog, positive_int, tool_order
 
 __all__ = ["add_parser", "run"]
@@ -254,10 +254,10 @@ def run(args: argparse.Namespace) -> int:
     # With nowhere to export to, the log is the only place the scores show: a summary every interval.
     exporting = config.service.export and (bool(config.service.export_endpoint) or otlp_endpoint_configured())
     interval = args.summary_interval_ms / 1000
-    next_summary = time.monotonic() + interval
+    next_summary = Deadline.after(interval)
     while not stop.wait(min(0.5, interval)):
-        if not exporting and time.monotonic() >= next_summary:
-            next_summary = time.monotonic() + interval
+        if not exporting and next_summary.expired:
+            next_summary = Deadline.after(interval)
             line = run_log.summary(f"in the last {interval:g} s")
             if line:
                 _log.info("%s", line)

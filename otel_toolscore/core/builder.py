@@ -16,7 +16,7 @@ from .sources import SpanSource
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
-    from ..online.judge import Judge
+    from ..judge import Judge
     from ..sinks.base import ScoreSink
 
 __all__ = ["build_core", "core_expectations", "core_options"]

@@ -31,8 +31,8 @@ from .scored import ScoredRun
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
+    from ..judge import Judge
     from ..online.expectations import Expectation
-    from ..online.judge import Judge
     from ..sinks.dispatch import SinkDispatcher
     from .engine import Release
 

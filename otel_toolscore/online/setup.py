@@ -108,7 +108,7 @@ def configure(
 def _judge_from_env(processor_options: dict[str, Any], tracer_provider: Any) -> None:
     """Enable the LLM judge from ``OTEL_TOOLSCORE_JUDGE_*`` unless the caller passed one."""
     if processor_options.get("judge") is None:
-        from .judge import judge_from_env
+        from ..judge import judge_from_env
 
         processor_options["judge"] = judge_from_env(tracer_provider=tracer_provider)
 

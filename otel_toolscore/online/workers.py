@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
+
+from .._deadline import Deadline
 
 __all__ = ["QueueWorker"]
 
@@ -132,20 +133,20 @@ class QueueWorker:
         """Wait until the queue is empty and the thread idle, or ``deadline`` (monotonic) passes."""
         if not self._thread.is_alive():
             return not self.queue
+        until = Deadline(deadline)
         with self._cond:
             while self.queue or self._busy:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if until.expired:
                     return False
                 self._wake.set()
-                self._cond.wait(min(remaining, _POLL_S))
+                self._cond.wait(min(until.remaining(), _POLL_S))
         return True
 
     def stop(self, deadline: float) -> bool:
         """Drain what is queued (until ``deadline``) and end the thread; ``True`` when it ended."""
         self._stopped = True
         self._wake.set()
-        self._thread.join(max(0.0, deadline - time.monotonic()))
+        self._thread.join(Deadline(deadline).remaining())
         return not self._thread.is_alive()
 
     @property

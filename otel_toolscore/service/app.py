@@ -31,7 +31,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from .. import __version__
+from .._version import __version__
 from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, build_core, scored_copy
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
@@ -141,7 +141,7 @@ class ScoringService:
         elif self._span_exporter is not None:
             self.tracer_provider.add_span_processor(BatchSpanProcessor(self._span_exporter))
         if judge is None and judge_from_environment:
-            from ..online.judge import judge_from_env
+            from ..judge import judge_from_env
 
             judge = judge_from_env(environ, tracer_provider=self.tracer_provider)
         # The core the span processor runs, driven here by the scorer thread: a complete trace goes

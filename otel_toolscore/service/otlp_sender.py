@@ -34,7 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.util.re import parse_env_headers
 
-from .. import __version__
+from .._version import __version__
 from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     check_max_response_bytes,

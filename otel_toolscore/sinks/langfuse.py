@@ -109,7 +109,7 @@ class LangfuseSink(ScoreSink):
                 raise ValueError("LangfuseSink needs a public and a secret key (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY)")
             base_url, setting = _base_url(base_url, env)
             url = http_limits.check_endpoint(base_url, setting)  # ConfigError naming where the URL came from
-            from .. import __version__
+            from .._version import __version__
 
             self._client = bounded_client(
                 client="langfuse", origin=url, max_response_bytes=max_response_bytes, deadline_s=timeout_s

@@ -13,12 +13,12 @@ retried (every 10 s for up to 10 minutes in 20.x) instead of failing with 404.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
+from .._deadline import Deadline
 from ..bounded_http import bounded_client, quiet_httpx_logs, read_capped_sync
 from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -118,7 +118,7 @@ class PhoenixSink(ScoreSink):
             response = self._client.post(self._url, json=body, headers=self._headers, timeout=self._timeout_s)
             return response.status_code, response.headers, response.text
         # A given client: its own transport, the body still read capped (deadline checked between chunks).
-        deadline = time.monotonic() + self._timeout_s
+        deadline = Deadline.after(self._timeout_s)
         with quiet_httpx_logs(), self._client.stream(
             "POST", self._url, json=body, headers=self._headers, timeout=self._timeout_s
         ) as response:

@@ -17,7 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
-from .. import __version__
+from .._version import __version__
 from . import names as n
 from .attributes import MAX_EXPLANATION_CHARS, cut_text, openinference_annotation
 from .http_refusals import observe_http_refusals

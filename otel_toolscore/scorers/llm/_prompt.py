@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..model import ToolCall, ToolDefinition
-from ..redact import normalise
+from ...model import ToolCall, ToolDefinition
+from ...redact import normalise
 
 __all__ = [
     "ANSWER_FORMAT",
@@ -25,6 +25,8 @@ __all__ = [
     "SYSTEM_RULES",
     "format_run_data",
     "neutralise",
+    "one_line",
+    "shown_name",
     "truncate",
 ]
 
@@ -115,6 +117,11 @@ def neutralise(text: str) -> str:
 def one_line(text: str) -> str:
     """Collapse line breaks so a value cannot start a line of its own (tool names, descriptions)."""
     return " ".join(text.split())
+
+
+def shown_name(name: str) -> str:
+    """A tool name as the prompt shows it (one line, angle brackets neutralised)."""
+    return neutralise(one_line(name))
 
 
 def truncate(text: str, limit: int) -> str:
