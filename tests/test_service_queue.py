@@ -20,7 +20,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -177,8 +177,11 @@ def _captured(capture: Capture) -> set[str]:
     return {sp.span_id.hex() for r in requests for rs in r.resource_spans for ss in rs.scope_spans for sp in ss.spans}
 
 
-def _load_until_killed(port: int, proc: subprocess.Popen[str], acked_floor: int) -> set[str]:
-    """Agent traces from the SDK exporter until ``acked_floor`` spans are acknowledged, then SIGKILL."""
+def _load_until_killed(port: int, proc: subprocess.Popen[str], acked_floor: int,
+                       forwarded: Callable[[], bool] = lambda: True) -> set[str]:
+    """Agent traces from the SDK exporter until ``acked_floor`` spans are acknowledged and
+    ``forwarded()`` says the service has forwarded some already (a service that takes requests
+    faster than its quiet period passes would otherwise be killed before it released any), then SIGKILL."""
     exporter = Acknowledged(f"http://127.0.0.1:{port}/v1/traces")
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=50, max_export_batch_size=256))
@@ -192,7 +195,7 @@ def _load_until_killed(port: int, proc: subprocess.Popen[str], acked_floor: int)
     thread = threading.Thread(target=load, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
-    while len(exporter.ids) < acked_floor and time.monotonic() < deadline:
+    while (len(exporter.ids) < acked_floor or not forwarded()) and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)  # under load: requests in flight, traces buffered, batches being forwarded
     proc.wait(timeout=30)
@@ -210,7 +213,7 @@ def _crash_and_restart(tmp_path: Path, *queue: str) -> dict[str, int]:
     with capture_server() as (backend, capture):
         proc, port = _serve(backend, *queue)
         try:
-            acked = _load_until_killed(port, proc, acked_floor=ACKED_FLOOR)
+            acked = _load_until_killed(port, proc, acked_floor=ACKED_FLOOR, forwarded=lambda: bool(_captured(capture)))
         finally:
             if proc.poll() is None:
                 proc.kill()
