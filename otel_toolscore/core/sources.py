@@ -20,7 +20,7 @@ from ..extract.fast_read import read_live_oi_span, read_live_span
 from ..extract.readers import AGENT_OPS, ROLE_OPS, may_have_facts
 from ..extract.records import has_events, plain_attributes
 
-__all__ = ["SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "scored_copy"]
+__all__ = ["SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "may_root_by_attributes", "scored_copy"]
 
 _log = logging.getLogger(__name__)
 
@@ -105,9 +105,8 @@ class SdkSpans:
 
     @staticmethod
     def may_root(span: Any) -> bool:
-        """Whether an ended span may be a run's root — a local root, or an agent span by the table of
-        keys: the adapter leaves such a span to the core to hand on (with the score when there is one).
-        Runs on the application's thread for every span: the SDK span's fields are read directly."""
+        """Whether an ended span may be a run's root (:func:`may_root_by_attributes`). Runs on the
+        application's thread for every span: the SDK span's fields are read directly."""
         try:
             parent = span._parent
             attrs = span._attributes._dict
@@ -116,17 +115,25 @@ class SdkSpans:
             attrs = plain_attributes(span)
         if parent is None or parent.is_remote:
             return True
-        op = attrs.get("gen_ai.operation.name")
-        if op is not None and op in AGENT_OPS:  # what the GenAI reader decides first
-            return True
-        kind = attrs.get("openinference.span.kind")
-        if kind is not None and str(kind).upper() not in _NEVER_ROOTS:
-            # an agent, or a chain that roots a graph run when its parent is a tool span (the core
-            # tells which when the batch is settled; it hands on the others unchanged)
-            return True
-        if op is not None and op in ROLE_OPS:
-            return False  # a model or tool span by the GenAI reader, whatever else it carries
-        return classify_start(span.name, attrs) == "agent"
+        return may_root_by_attributes(span.name, attrs, False)
+
+
+def may_root_by_attributes(name: str, attrs: Mapping[str, Any], local_root: bool) -> bool:
+    """Whether an ended span may be a run's root — a local root, or an agent span by the table of
+    keys: the adapter leaves such a span to the core to hand on (with the score when there is one)."""
+    if local_root:
+        return True
+    op = attrs.get("gen_ai.operation.name")
+    if op is not None and op in AGENT_OPS:  # what the GenAI reader decides first
+        return True
+    kind = attrs.get("openinference.span.kind")
+    if kind is not None and str(kind).upper() not in _NEVER_ROOTS:
+        # an agent, or a chain that roots a graph run when its parent is a tool span (the core
+        # tells which when the batch is settled; it hands on the others unchanged)
+        return True
+    if op is not None and op in ROLE_OPS:
+        return False  # a model or tool span by the GenAI reader, whatever else it carries
+    return classify_start(name, attrs) == "agent"
 
 
 #: OpenInference span kinds that never root a run (a model call, an executed call, an evaluator).

@@ -1,12 +1,13 @@
 """The scoring service: OTLP in, the scoring core in the middle, OTLP out.
 
-Received spans are decoded and buffered by trace (:mod:`.buffer`). When a trace is complete, the
-scorer thread runs it through the same core the span processor runs (:class:`~otel_toolscore.core.Core`:
-starts in start order, log facts, ends in end order, as a live process would have), with the same
-outputs (:class:`~otel_toolscore.core.Outputs`: events, metrics, sinks, callbacks, the
-judge). In enrich-and-forward mode every span is handed to the forwarding queue as it was received
-(its encoded bytes, never re-encoded), except a run's root, which leaves as a copy of its received
-message with the score attributes added (:mod:`.wire`, :mod:`.forward`, :mod:`.otlp_sender`).
+Received spans are decoded into views read in place (:mod:`.decode`, :mod:`otel_toolscore.core.otlp_spans`:
+no SDK span per span, attribute values decoded when a reader looks them up) and buffered by trace
+(:mod:`.buffer`). When a trace is complete, the scorer thread runs it through the same core the span
+processor runs (:class:`~otel_toolscore.core.Core`: starts in start order, log facts, ends in end
+order, as a live process would have), with the same outputs (:class:`~otel_toolscore.core.Outputs`:
+events, metrics, sinks, callbacks, the judge). In enrich-and-forward mode every span is handed to the
+forwarding queue as it was received (its encoded bytes, never re-encoded), a run's root with the
+encoded score attributes appended to them (:mod:`.wire`, :mod:`.forward`, :mod:`.otlp_sender`).
 """
 
 from __future__ import annotations
@@ -32,20 +33,21 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .._version import __version__
-from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, build_core, scored_copy
+from ..core import END, HOLD, LOG, START, Release, ScoredRun, build_core
+from ..core.otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
 from ..online.exporters import otlp_exporter, otlp_protocol
 from ..telemetry import names
 from .buffer import PendingTrace, TraceBuffer
-from .decode import DecodedSpan, decode_spans, with_parent_remote
+from .decode import DecodedSpan, TraceRequest, as_trace_request
 from .forward import ForwardQueue
 from .intake import IntakeResult
 from .otlp_sender import ExporterSender, TraceSender, trace_sender
 from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
 from .spool import SpoolingIntake, spool_for
-from .wire import WireSpan, encode_sdk_span, with_attributes, with_new_attributes
+from .wire import with_attributes, with_new_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -131,8 +133,6 @@ class ScoringService:
                 request_bytes=svc.forward_request_bytes, capacity_bytes=svc.forward_queue_bytes,
                 on_done=self._spool.forwarded if self._spool is not None else None,
             )
-        # the spans of the trace being scored as received (encoded), by span id: forwarded as they came
-        self._wire: dict[int, tuple[ReadableSpan, WireSpan]] = {}
         # The service's own spans (the judge's carrier spans). With forwarding they share the forwarded
         # spans' forwarding queue (shut down after the judge is drained).
         self.tracer_provider = TracerProvider(resource=self._resource)
@@ -149,7 +149,7 @@ class ScoringService:
         scoring = config.scoring
         self._core, self.outputs = build_core(
             scoring,
-            source=SDK_SPANS,
+            source=OTLP_SPANS,
             expectations=expectations,
             judge=judge,
             meter_provider=self.meter_provider,
@@ -290,8 +290,11 @@ class ScoringService:
         if count > 0:
             self._refused.add(count, {names.ATTR_SIGNAL: signal, names.ATTR_REASON: reason})
 
-    def accept_spans(self, request: ExportTraceServiceRequest) -> IntakeResult:
-        total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    def accept_spans(self, request: ExportTraceServiceRequest | TraceRequest) -> IntakeResult:
+        """Buffer the spans of a trace export request (the receivers hand over a parsed
+        :class:`~.decode.TraceRequest`; a decoded standard message is taken too)."""
+        received = as_trace_request(request)
+        total = received.total
         if self._draining:
             self.refuse("spans", "draining", total)
             return IntakeResult(False, "draining")
@@ -300,7 +303,7 @@ class ScoringService:
         if self.buffer.saturated or (self._forward is not None and self._forward.backlogged):
             self.refuse("spans", "overload", total)
             return IntakeResult(False, "overload")
-        decoded = list(decode_spans(request, keep_wire=self._forward is not None))
+        decoded = received.decoded(keep_wire=self._forward is not None)
         invalid = total - len(decoded)
         admission = self.buffer.add_spans(decoded)
         if not admission.accepted:
@@ -322,7 +325,8 @@ class ScoringService:
         if self._forward is not None:
             for d in late:
                 try:
-                    self._forward.put(d.wire or encode_sdk_span(d.span), wait=False)  # a receiver thread: never waits
+                    if d.wire is not None:
+                        self._forward.put(d.wire, wait=False)  # a receiver thread: never waits
                 except Exception:
                     self.emitter.count_drop("downstream_error")
 
@@ -408,67 +412,60 @@ class ScoringService:
             return
         ids = trace.ids
         parents: dict[int, int | None] = {}
-        spans = []
-        wire = self._wire
-        wire.clear()
         for d in trace.spans:
             parents[d.span_id] = d.parent_id
-            if d.wire is not None:
-                wire[d.span_id] = (d.span, d.wire)
             # Senders that do not mark remote parents: a parent this trace does not hold is taken
             # as remote, so the span bounds its runs as the process-local root did.
             remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
-            spans.append(with_parent_remote(d.span, bool(remote)))
+            d.span.parent_remote = bool(remote)
         depth = _depths(parents)
         items: list[tuple[Any, ...]] = [
-            (START, s, None)
-            for s in sorted(spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))  # type: ignore[union-attr,unused-ignore]
+            (START, d.span, None) for d in sorted(trace.spans, key=lambda d: (d.span._start_time, depth[d.span_id]))
         ]
         items.extend((LOG, facts) for facts in trace.log_facts)
-        may_root = SDK_SPANS.may_root
-        for s in sorted(spans, key=lambda s: (s.end_time or 0, -depth[s.context.span_id])):  # type: ignore[union-attr,unused-ignore]
+        may_root = OTLP_SPANS.may_root
+        forward = self._forward_span if self._forward is not None else None
+        for d in sorted(trace.spans, key=lambda d: (d.span._end_time, -depth[d.span_id])):
+            s = d.span
             try:
                 hold = may_root(s)
             except Exception:  # odd attribute values: read (and counted) by the core
                 hold = False
-            if not hold:
-                self._forward_span(s, None)  # a span that roots no run leaves as received
+            if not hold and forward is not None:
+                forward(s, None)  # a span that roots no run leaves as received
             items.append((HOLD if hold else END, s))
         self._release(self._core.feed(items))
-        wire.clear()  # a root the core still holds leaves later, encoded from its SDK span
 
     def _release(self, release: Release) -> None:
         """Hand on what the core released (roots with their scores), then its runs and counts."""
-        for span, attrs in release.spans:
-            self._forward_span(span, attrs)
+        if self._forward is not None:
+            for span, attrs in release.spans:
+                self._forward_span(span, attrs)
         self.outputs.deliver(release)
 
     def _malformed(self) -> None:
         _log.debug("otel-toolscore serve: a span or log record could not be scored", exc_info=True)
         self._core.drop("malformed_span")
 
-    def _forward_span(self, span: ReadableSpan, added: dict[str, Any] | None) -> None:
+    def _forward_span(self, span: OtlpSpan, added: dict[str, Any] | None) -> None:
         """Hand a span to the forwarding queue (enrich-and-forward); the scorer waits for room.
 
-        A span the core passes on unchanged leaves as received; a root it scored, as a copy of its
-        received message with the attributes it gained."""
-        if self._forward is None:
+        A span leaves as received; a root the core scored, with the score attributes it gained
+        encoded after its received bytes (a key the sender already set: its message re-encoded with
+        the value replaced)."""
+        forward = self._forward
+        wire = span.wire
+        if forward is None or wire is None:
             return
         try:
-            ctx = span.context
-            known = self._wire.get(ctx.span_id) if ctx is not None else None
-            if known is None:
-                item = encode_sdk_span(span if added is None else scored_copy(span, added))
-            else:
-                received, (resource, scope, encoded) = known
-                if added:
-                    before = received.attributes or {}
-                    if any(k in before for k in added):  # a score the sender already set: replaced
-                        encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
-                    else:
-                        encoded = with_new_attributes(encoded, added)
-                item = (resource, scope, encoded)
-            self._forward.put(item, wait=True)
+            if added:
+                resource, scope, encoded = wire
+                if any(k in span._dict for k in added):  # a score the sender already set: replaced
+                    encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
+                else:
+                    encoded = with_new_attributes(encoded, added)
+                wire = (resource, scope, encoded)
+            forward.put(wire, wait=True)
         except Exception:
             self.emitter.count_drop("downstream_error")
 

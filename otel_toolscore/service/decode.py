@@ -1,10 +1,14 @@
-"""OTLP export requests (protobuf or OTLP/JSON) to SDK ``ReadableSpan`` objects and log views.
+"""OTLP export requests (protobuf or OTLP/JSON) to the spans the service buffers and scores.
 
-The service runs decoded spans through the same core a live process runs, so a decoded span must
-look like a live one where the core looks: ``context``, ``parent`` (a ``SpanContext`` whose
-``is_remote`` tells a process-local root), ``name``, ``attributes``, status, scope, events. In
-enrich-and-forward mode each span also keeps its encoded bytes: it leaves as received, not
-re-encoded from these objects (:mod:`.wire`).
+The service runs received spans through the same core a live process runs, read in place: each
+span is an :class:`~otel_toolscore.core.otlp_spans.OtlpSpan` view over its decoded message (its
+attributes a key table, values decoded when a reader looks a key up), never an SDK
+``ReadableSpan`` (:func:`trace_request`). The request around the spans is parsed with each span
+left as its encoded bytes, which the view keeps: in enrich-and-forward mode a span leaves as
+received, never re-encoded (:mod:`.wire`).
+
+:func:`decode_spans` still turns a request into SDK ``ReadableSpan`` objects, for an injected SDK
+``SpanExporter`` (and for replaying recorded traces through a live span processor).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf.message import DecodeError as _ProtobufError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
@@ -23,10 +28,20 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from ..core.otlp_spans import LEAN_SPAN, LEAN_TRACE_REQUEST, OtlpResource, lean_span_view, scope_view
 from ..extract.records import any_value
-from .wire import WireSpan, envelope
+from .wire import Envelope, WireSpan, envelope
 
-__all__ = ["DecodeError", "DecodedSpan", "decode_spans", "parse_logs_request", "parse_trace_request"]
+__all__ = [
+    "DecodeError",
+    "DecodedSpan",
+    "TraceRequest",
+    "as_trace_request",
+    "decode_spans",
+    "parse_logs_request",
+    "parse_trace_request",
+    "trace_request",
+]
 
 # OTLP SpanFlags bits 8 and 9 (opentelemetry-proto >= 1.1): whether the parent's is_remote is known, and its value.
 _HAS_IS_REMOTE = 0x100
@@ -49,9 +64,10 @@ class DecodeError(ValueError):
 
 @dataclass(slots=True)
 class DecodedSpan:
-    """One received span: the SDK object replayed through the processor, and what the buffer needs."""
+    """One received span: what the core reads (an :class:`~otel_toolscore.core.otlp_spans.OtlpSpan`
+    view, or an SDK ``ReadableSpan`` from :func:`decode_spans`), and what the buffer needs."""
 
-    span: ReadableSpan
+    span: Any
     trace_id: int
     span_id: int
     parent_id: int | None
@@ -132,7 +148,8 @@ def _shared_cost(holder: Any) -> int:
 
 
 def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False) -> Iterator[DecodedSpan]:
-    """Every span of ``request`` with a valid trace and span id (others are skipped; see ``count_invalid``).
+    """Every span of ``request`` with a valid trace and span id (others are skipped), as an SDK
+    ``ReadableSpan`` (what an injected SDK ``SpanExporter`` takes).
 
     ``keep_wire``: each span also keeps its encoded bytes, and its resource's and scope's (forwarded
     as received, :mod:`.wire`); they are counted in its cost once more."""
@@ -190,6 +207,140 @@ def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False)
                     cost += size
                 yield DecodedSpan(span, trace_id, span_id, parent_id, remote, cost + shared, wire)
                 shared = 0
+
+
+# -- views (what the service scores) -----------------------------------------------------------------
+#: What a lean parse raises on bytes the standard message may still read (or refuse in its own words).
+_UNREADABLE = (_ProtobufError, ValueError, RecursionError)
+
+
+class TraceRequest:
+    """A trace export request as the service takes it: its protobuf bytes (what the on-disk queue
+    keeps and replays), parsed — the request around the spans with each span left as its encoded
+    bytes, and each span on its own as a lean message (:data:`~otel_toolscore.core.otlp_spans.LEAN_SPAN`,
+    its attributes a key table). :meth:`decoded` turns them into the views the service buffers.
+
+    Raises :class:`DecodeError` when ``body`` is not an export request (a span that does not parse
+    makes the request invalid, as it does for the standard message)."""
+
+    __slots__ = ("_groups", "body", "total")
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        try:
+            groups, total = _parse_lean(body)
+        except _UNREADABLE:
+            # the standard message's own words for what is wrong — or, should it read what the lean
+            # one did not, its spans one by one
+            groups, total = _parse_each(parse_trace_request(body))
+        self._groups = groups
+        #: spans in the request, with ids or not
+        self.total = total
+
+    def messages(self) -> Iterator[Any]:
+        """Every span of the request, as parsed (``trace_id``, ``span_id`` …: OTLP's fields)."""
+        for _rs, _ss, spans in self._groups:
+            for _raw, sp in spans:
+                yield sp
+
+    def decoded(self, *, keep_wire: bool = False) -> list[DecodedSpan]:
+        """The spans with a trace and a span id, as views. ``keep_wire``: each keeps its encoded
+        bytes with its resource's and scope's (forwarded as received), counted in its cost once more."""
+        out: list[DecodedSpan] = []
+        last_rs: Any = None
+        resource: OtlpResource | None = None
+        resource_env: Envelope = (b"", b"")
+        shared = 0
+        for rs, ss, spans in self._groups:
+            if rs is not last_rs:
+                last_rs = rs
+                resource = OtlpResource(rs.resource, schema_url=rs.schema_url or None)
+                # The resource and each scope are held as long as any of their spans is buffered:
+                # their cost goes on the first span that holds them.
+                shared += _shared_cost(rs.resource)
+                if keep_wire:
+                    resource_env = envelope(rs.resource, rs.schema_url)
+            scope_env = envelope(ss.scope, ss.schema_url) if keep_wire else (b"", b"")
+            scope = scope_view(ss.scope, ss.schema_url)
+            shared += _shared_cost(ss.scope)
+            for raw, sp in spans:
+                trace_id = _id(sp.trace_id)
+                span_id = _id(sp.span_id)
+                if not trace_id or not span_id:
+                    continue
+                parent_id = _id(sp.parent_span_id) or None
+                view = lean_span_view(
+                    raw, "%032x" % trace_id, "%016x" % span_id, "%016x" % parent_id if parent_id else None,
+                    sp, scope, resource,
+                )
+                view.trace_id = trace_id
+                flags = sp.flags
+                remote = bool(flags & _IS_REMOTE) if flags & _HAS_IS_REMOTE else None
+                view.parent_remote = remote
+                if not view._end_time:  # as the SDK span the service replayed before: ended when it started
+                    view._end_time = view._start_time
+                size = len(raw)
+                cost = SPAN_SIZE_FACTOR * size + SPAN_OVERHEAD_BYTES + ATTRIBUTE_OVERHEAD_BYTES * len(sp.attributes)
+                wire: WireSpan | None = None
+                if keep_wire:
+                    wire = view.wire = (resource_env, scope_env, raw)
+                    cost += size
+                out.append(DecodedSpan(view, trace_id, span_id, parent_id, remote, cost + shared, wire))
+                shared = 0
+        return out
+
+
+#: One ``ScopeSpans`` of a parsed request: (its ``ResourceSpans``, itself, its spans as (encoded, parsed)).
+_Group = tuple[Any, Any, list[tuple[bytes, Any]]]
+
+
+def _parse_lean(body: bytes) -> tuple[list[_Group], int]:
+    parse = LEAN_SPAN.FromString
+    groups: list[_Group] = []
+    total = 0
+    for rs in LEAN_TRACE_REQUEST.FromString(body).resource_spans:
+        for ss in rs.scope_spans:
+            spans = [(raw, parse(raw)) for raw in ss.spans]
+            total += len(spans)
+            groups.append((rs, ss, spans))
+    return groups, total
+
+
+def _parse_each(request: ExportTraceServiceRequest) -> tuple[list[_Group], int]:
+    """The groups of a standard message, each span encoded and parsed on its own (one the lean
+    message does not read is left out, as a span without ids is)."""
+    groups: list[_Group] = []
+    total = 0
+    for rs in request.resource_spans:
+        lean_rs = LEAN_TRACE_REQUEST().resource_spans.add(schema_url=rs.schema_url)
+        lean_rs.resource.CopyFrom(rs.resource)
+        for ss in rs.scope_spans:
+            lean_ss = lean_rs.scope_spans.add(schema_url=ss.schema_url)
+            lean_ss.scope.CopyFrom(ss.scope)
+            spans = []
+            for sp in ss.spans:
+                raw = sp.SerializeToString()
+                try:
+                    spans.append((raw, LEAN_SPAN.FromString(raw)))
+                except _UNREADABLE:
+                    continue
+            total += len(ss.spans)
+            groups.append((lean_rs, lean_ss, spans))
+    return groups, total
+
+
+def trace_request(body: bytes, content_type: str = "application/x-protobuf") -> TraceRequest:
+    """A received trace export request, parsed (:class:`DecodeError` when it is not one). OTLP/JSON
+    goes through the standard message first: its protobuf encoding is what is kept and forwarded."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == "application/json":
+        body = parse_trace_request(body, content_type).SerializeToString()
+    return TraceRequest(body)
+
+
+def as_trace_request(request: ExportTraceServiceRequest | TraceRequest) -> TraceRequest:
+    """``request`` as a :class:`TraceRequest` (a decoded standard message is encoded again first)."""
+    return request if isinstance(request, TraceRequest) else TraceRequest(request.SerializeToString())
 
 
 def with_parent_remote(span: ReadableSpan, remote: bool) -> ReadableSpan:

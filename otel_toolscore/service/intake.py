@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    from .decode import TraceRequest
+
 __all__ = ["BufferView", "Intake", "IntakeResult"]
 
 
@@ -57,7 +59,7 @@ class Intake(Protocol):
     @property
     def meter_provider(self) -> Any: ...
 
-    def accept_spans(self, request: ExportTraceServiceRequest) -> IntakeResult: ...
+    def accept_spans(self, request: ExportTraceServiceRequest | TraceRequest) -> IntakeResult: ...
 
     def accept_logs(self, request: ExportLogsServiceRequest) -> IntakeResult: ...
 

@@ -36,7 +36,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from .._version import __version__
 from ..telemetry import names
-from .decode import DecodeError, parse_logs_request, parse_trace_request
+from .decode import DecodeError, parse_logs_request, trace_request
 from .http_server import Answer, HttpLimits, HttpServer
 from .intake import Intake, IntakeResult
 
@@ -108,7 +108,7 @@ class _GrpcExport:
             )
         try:
             if self.signal == "spans":
-                result = service.accept_spans(parse_trace_request(body))
+                result = service.accept_spans(trace_request(body))
             else:
                 result = service.accept_logs(parse_logs_request(body))
         except DecodeError as exc:
@@ -312,7 +312,7 @@ class HttpReceiver:
             if encoding == "gzip":
                 body = _gunzip(body, settings.max_request_bytes)
             if signal == "spans":
-                result = service.accept_spans(parse_trace_request(body, content_type))
+                result = service.accept_spans(trace_request(body, content_type))
             else:
                 result = service.accept_logs(parse_logs_request(body, content_type))
         except DecodeError as exc:

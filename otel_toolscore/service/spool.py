@@ -50,6 +50,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .._version import __version__
 from ..envconfig import ConfigError
 from ..telemetry import names
+from .decode import TraceRequest, as_trace_request
 from .intake import IntakeResult
 
 if TYPE_CHECKING:
@@ -76,16 +77,18 @@ def _key(trace_id: int, span_id: int) -> Any:
     return (trace_id, span_id)
 
 
-def span_keys(request: ExportTraceServiceRequest) -> list[Any]:
+def span_keys(request: ExportTraceServiceRequest | TraceRequest) -> list[Any]:
     """The (trace, span) keys of the spans of ``request`` the service decodes (both ids non-zero)."""
     keys = []
-    for rs in request.resource_spans:
-        for ss in rs.scope_spans:
-            for sp in ss.spans:
-                trace_id = int.from_bytes(sp.trace_id, "big") if sp.trace_id else 0
-                span_id = int.from_bytes(sp.span_id, "big") if sp.span_id else 0
-                if trace_id and span_id:
-                    keys.append(_key(trace_id, span_id))
+    spans = (
+        request.messages() if isinstance(request, TraceRequest)
+        else (sp for rs in request.resource_spans for ss in rs.scope_spans for sp in ss.spans)
+    )
+    for sp in spans:
+        trace_id = int.from_bytes(sp.trace_id, "big") if sp.trace_id else 0
+        span_id = int.from_bytes(sp.span_id, "big") if sp.span_id else 0
+        if trace_id and span_id:
+            keys.append(_key(trace_id, span_id))
     return keys
 
 
@@ -431,7 +434,7 @@ class Spool:
         replayed = 0
         for seq, payload in self.unreleased():
             try:
-                request = ExportTraceServiceRequest.FromString(payload)
+                request = TraceRequest(payload)
             except Exception:  # the CRC held but protobuf does not read it: not replayable
                 self._count_drop("queue_corrupt", 1)
                 with self._lock:
@@ -507,14 +510,14 @@ class SpoolingIntake:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._service, name)
 
-    def accept_spans(self, request: ExportTraceServiceRequest) -> IntakeResult:
+    def accept_spans(self, request: ExportTraceServiceRequest | TraceRequest) -> IntakeResult:
         service = self._service
         if service.draining:
             return cast(IntakeResult, service.accept_spans(request))  # refused (draining) and counted there
-        seq, why = self._spool.append(request.SerializeToString())
+        request = as_trace_request(request)
+        seq, why = self._spool.append(request.body)
         if seq is None:
-            service.refuse("spans", why or "queue_error",
-                           sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans))
+            service.refuse("spans", why or "queue_error", request.total)
             return IntakeResult(False, why)
         keys = span_keys(request)
         self._spool.track(seq, keys)  # before the spans can be scored and forwarded
