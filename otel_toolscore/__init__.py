@@ -34,8 +34,8 @@ _LAZY: dict[str, str] = {
     "ExtractionReport": ".extract",
     "ToolScoreSpanProcessor": ".online.processor",
     "ToolScoreLogRecordProcessor": ".online.log_processor",
-    "Expectation": ".online.expectations",
-    "expect": ".online.expectations",
+    "Expectation": ".expectations",
+    "expect": ".expectations",
     "Judge": ".judge",
     "JudgeStats": ".judge",
     "judge_from_env": ".judge",
@@ -46,10 +46,10 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .expectations import Expectation, expect
     from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report, iter_runs
     from .judge import Judge, JudgeSampler, JudgeSettings, JudgeStats, judge_from_env
     from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
-    from .online.expectations import Expectation, expect
     from .online.log_processor import ToolScoreLogRecordProcessor
     from .online.processor import ToolScoreSpanProcessor
     from .online.setup import configure, install

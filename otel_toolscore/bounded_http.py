@@ -43,8 +43,7 @@ import httpx
 
 from ._deadline import Deadline
 from .envconfig import ConfigError
-from .http_limits import DEFAULT_MAX_RESPONSE_BYTES, check_max_response_bytes, origin_of
-from .telemetry.http_refusals import count_http_refusal
+from .http_limits import DEFAULT_MAX_RESPONSE_BYTES, check_max_response_bytes, count_http_refusal, origin_of
 
 __all__ = [
     "BoundedAsyncTransport",

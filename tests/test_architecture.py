@@ -1,5 +1,6 @@
-"""The house reads as the design says (issue 11): no import circles between the package's modules,
-whether the import runs at load time, inside a function, or for type checking only."""
+"""The house reads as the design says (``docs/architecture.md``): layers that only point down, no
+import circles between the package's modules or folders — whether the import runs at load time,
+inside a function, or for type checking only — and the adapters never import each other."""
 
 from __future__ import annotations
 
@@ -33,11 +34,15 @@ def _edges() -> dict[str, set[str]]:
                     mod = ".".join(base + ([node.module] if node.module else []))
                 else:
                     mod = node.module or ""
-                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+                # ``from pkg import sub`` imports the module ``pkg.sub``; ``from pkg import name``, ``pkg``
+                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod for a in node.names]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             for t in targets:
-                if t in modules and t != name:
+                # a module's own folders load before it anyway: an arrow to them says nothing (the
+                # package's face excepted — nothing inside imports it)
+                own_folder = name.startswith(t + ".") and t != "otel_toolscore"
+                if t in modules and t != name and not own_folder:
                     graph[name].add(t)
     return graph
 
@@ -60,6 +65,65 @@ def _cycles(graph: dict[str, set[str]], scope: str) -> list[list[str]]:
     for n in sorted(nodes):
         visit(n, [n])
     return found
+
+
+# The layers, bottom to top (docs/architecture.md): a module imports only from its own layer or below.
+# An entry names a top-level module or folder of the package; the longest matching entry wins.
+LAYERS: list[tuple[str, ...]] = [
+    # shared base: versions, lazy faces, deadlines, the data model and its records, workers, bounded HTTP
+    ("_version", "_lazy", "_deadline", "_workers", "model", "run_records", "redact", "files", "messages",
+     "envconfig", "http_limits", "bounded_http", "scripted"),
+    ("extract", "scorers"),  # spans to runs; runs to scores
+    ("expectations", "telemetry", "_scored"),  # what a run should do; OpenTelemetry output only
+    ("settings", "config"),  # the scoring settings (config: its deprecated path)
+    ("sinks", "judge"),  # fed by the core's outputs; the judge below the core
+    ("core",),  # spans in, scored runs and spans to hand on out
+    ("online", "service", "offline"),  # the adapters: siblings that never import each other
+    ("cli", "__main__", "auto", "testing", ""),  # the commands, the zero-code hook, the test helpers, the face
+]
+ADAPTERS = ("online", "service", "offline")
+
+
+def _entry(module: str) -> str:
+    rel = module.removeprefix("otel_toolscore").lstrip(".")
+    matches = [e for layer in LAYERS for e in layer if e and (rel == e or rel.startswith(e + "."))]
+    return max(matches, key=len) if matches else ""
+
+
+def _layer(module: str) -> int:
+    entry = _entry(module)
+    return next(i for i, layer in enumerate(LAYERS) if entry in layer)
+
+
+def test_every_module_has_a_layer() -> None:
+    """A new top-level module or folder gets a place in ``LAYERS`` (only the face ``__init__`` sits on top unnamed)."""
+    unplaced = [m for m in _edges() if _entry(m) == "" and m != "otel_toolscore"]
+    assert unplaced == []
+
+
+def test_no_import_points_up_a_layer() -> None:
+    graph = _edges()
+    upward = [f"{a} -> {b}" for a, targets in graph.items() for b in sorted(targets) if _layer(b) > _layer(a)]
+    assert upward == []
+
+
+def test_no_circle_between_modules_or_folders() -> None:
+    graph = _edges()
+    assert _cycles(graph, "otel_toolscore.") == []
+    folders: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        fa = _entry(a)
+        folders.setdefault(fa, set()).update(_entry(b) for b in targets if _entry(b) != fa)
+    assert _cycles(folders, "") == []
+
+
+def test_the_adapters_never_import_each_other() -> None:
+    graph = _edges()
+    crossing = [
+        f"{a} -> {b}" for a, targets in graph.items() for b in targets
+        if _entry(a) in ADAPTERS and _entry(b) in ADAPTERS and _entry(a) != _entry(b)
+    ]
+    assert crossing == []
 
 
 def test_no_circle_between_online_modules() -> None:
@@ -97,9 +161,9 @@ def _fresh(code: str) -> str:
 
 
 def test_the_processor_loads_no_service_llm_scorer_or_otlp_decoders() -> None:
-    """Import light (issue 11): the live processor and the code scorer load; the service, the LLM
+    """Import light: the live processor and the code scorer load; the service, the LLM
     scorer, the offline reader and the OTLP decoders (protobuf) load on first use. No pydantic
-    either (issue 22): the processor's settings and expectations are plain classes, and the code
+    either: the processor's settings and expectations are plain classes, and the code
     scorer's Mastra-shaped result models load with the first result."""
     code = (
         "import sys\n"
@@ -115,8 +179,8 @@ def test_the_processor_loads_no_service_llm_scorer_or_otlp_decoders() -> None:
 
 
 def test_importing_the_package_loads_neither_the_sdk_nor_pydantic() -> None:
-    """``import otel_toolscore`` loads the version and the table of public names, nothing else
-    (issue 22): every name, the data model and the code scorer included, loads on first use."""
+    """``import otel_toolscore`` loads the version and the table of public names, nothing else:
+    every name, the data model and the code scorer included, loads on first use."""
     code = (
         "import sys\n"
         "before = set(sys.modules)\n"

@@ -283,7 +283,7 @@ def test_our_compose_containers_drop_their_privileges() -> None:
 
 
 def test_example_rules_load() -> None:
-    from otel_toolscore.online.expectations import load_rules
+    from otel_toolscore.expectations import load_rules
 
     rules = load_rules(DEPLOY / "toolscore-rules.yaml")
     assert {r.agent_name for r in rules} == {"weather_agent", "billing_agent"}

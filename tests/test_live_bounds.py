@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanContext, TraceFlags, set_span_in_context
 
 from otel_toolscore import Expectation
-from otel_toolscore.online.expectations import RulesError, load_rules
+from otel_toolscore.expectations import RulesError, load_rules
 from otel_toolscore.scripted import run_scripted_agent
 from tests.test_processor import Pipeline, make_pipeline
 
@@ -195,7 +195,7 @@ def test_each_piece_of_content_is_held_to_the_parse_limit() -> None:
 
 
 def test_parse_limit_is_a_setting_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from otel_toolscore.config import Settings
+    from otel_toolscore.settings import Settings
 
     assert Settings().max_parse_chars == 1_048_576
     monkeypatch.setenv("OTEL_TOOLSCORE_MAX_PARSE_CHARS", "2048")

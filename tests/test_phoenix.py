@@ -32,7 +32,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from otel_toolscore.online.expectations import Expectation
+from otel_toolscore.expectations import Expectation
 from otel_toolscore.online.processor import ScoredRun, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
 from tests.tools.phoenix import INSTALL_TIMEOUT_S, PhoenixServer, get_json, phoenix_server, wait_until

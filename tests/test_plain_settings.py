@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
-from otel_toolscore.config import ConfigError, Settings
+from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.envconfig import EnvSettings, SecretStr, UnknownSetting, validation_message
 from otel_toolscore.judge import JudgeSettings
-from otel_toolscore.online.expectations import RulesError, load_rules
+from otel_toolscore.expectations import RulesError, load_rules
 from otel_toolscore.run_records import CallRecord, RunRecord
 from otel_toolscore.scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
 from otel_toolscore.service.settings import ServiceConfig, ServiceSettings, load_config

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from otel_toolscore.config import Settings
+from otel_toolscore.settings import Settings
 from otel_toolscore.judge import JUDGE_ENV_PREFIX, JudgeSettings
 from otel_toolscore.service.settings import ServiceSettings
 from otel_toolscore.telemetry import names

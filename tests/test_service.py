@@ -35,8 +35,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_toolscore.config import ConfigError
-from otel_toolscore.online.expectations import Expectation
+from otel_toolscore.settings import ConfigError
+from otel_toolscore.expectations import Expectation
 from otel_toolscore.online.log_processor import ToolScoreLogRecordProcessor
 from otel_toolscore.online.processor import ScoredRun, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from otel_toolscore import Expectation, configure
-from otel_toolscore.online.exporters import exporters_from_env, otlp_protocol
+from otel_toolscore.telemetry.exporters import exporters_from_env, otlp_protocol
 from otel_toolscore.scripted import run_scripted_agent
 from tests.tools.otlp import Capture, capture_server, grpc_capture_server
 

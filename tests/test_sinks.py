@@ -35,7 +35,7 @@ from otel_toolscore import (
     create_tool_call_accuracy_scorer_llm,
     install,
 )
-from otel_toolscore.config import ConfigError, Settings
+from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import ScoringService, load_config
 from otel_toolscore.sinks import PhoenixSink, ScoreRecord, ScoreSink, SinkError

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from ..core import ScoredRun
-    from ..online.expectations import Expectation, expect
+    from ..expectations import Expectation, expect
     from ..online.setup import configure, otlp_endpoint_configured
     from ..scripted import run_scripted_agent
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..online.expectations import Expectation
+from ..expectations import Expectation
 from ..scorers.code import CodeScoreResult
 
 __all__ = ["expectation_in_words", "expectation_source", "why_in_words"]

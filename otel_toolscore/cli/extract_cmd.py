@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError
 from ..extract import ExtractionReport, ExtractOptions, extract_runs_with_report
 from ..extract.facts import DEFAULT_OPTIONS
 from ..model import AgentRun
 from ..offline.records import RecordBuilder, common_root, field_names
 from ..offline.text import visible
+from ..settings import ConfigError
 from .arguments import HelpFormatter, epilog, positive_int
 from .messages import say
 from .output import add_format_argument, chosen_format, write_csv, write_json, write_jsonl

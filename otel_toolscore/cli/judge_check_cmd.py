@@ -18,7 +18,7 @@ import argparse
 import json
 from typing import Any
 
-from ..config import ConfigError
+from ..settings import ConfigError
 from .arguments import HelpFormatter, epilog, unit_score
 from .judge_options import add_judge_arguments, build_judge, judge_problem
 from .messages import say

@@ -53,7 +53,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser, *, sampling: bool) -> a
 def build_judge(args: argparse.Namespace, **forced: Any) -> tuple[Judge, JudgeSettings]:
     """The judge of ``OTEL_TOOLSCORE_JUDGE_*`` with the flags (and ``forced`` settings) over them.
 
-    Raises :class:`~otel_toolscore.config.ConfigError` (a message naming the setting) on bad values
+    Raises :class:`~otel_toolscore.settings.ConfigError` (a message naming the setting) on bad values
     or when no model is set."""
     overrides: dict[str, Any] = {}
     if args.judge_model:

@@ -1,7 +1,7 @@
 """``otel-toolscore score FILE...``: offline code scoring of every run (backfills, CI gates).
 
 The expectation for a run is the first that applies: a rule of the rules file matching the run
-(agent name / query regex / root attributes, see :mod:`otel_toolscore.online.expectations`), else
+(agent name / query regex / root attributes, see :mod:`otel_toolscore.expectations`), else
 the default expectation. Both come from the processor's settings — ``OTEL_TOOLSCORE_RULES``,
 ``OTEL_TOOLSCORE_EXPECTED_TOOL[_ORDER]``, ``OTEL_TOOLSCORE_STRICT_MODE``,
 ``OTEL_TOOLSCORE_INCLUDE_FRAMEWORK_CALLS`` — with ``--rules`` / ``--expected-tool`` /
@@ -30,13 +30,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError
+from ..expectations import Expectation, RulesError, resolve
 from ..model import AgentRun
 from ..offline.records import RecordBuilder, common_root, field_names
 from ..offline.report import DEFAULT_MAX_ROWS, Gate
 from ..offline.results import FileRunScore, summarise
 from ..offline.text import visible
-from ..online.expectations import Expectation, RulesError, resolve
+from ..settings import ConfigError
 from .arguments import HelpFormatter, epilog, positive_int, tool_order, unit_score
 from .extract_cmd import InputError, add_parse_limit_argument, finish, read_runs
 from .judge_options import add_judge_arguments, build_judge, judge_problem

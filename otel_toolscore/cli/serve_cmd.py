@@ -205,10 +205,10 @@ def _check_bindable(host: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import ConfigError
-    from ..online.expectations import load_rules
+    from ..expectations import load_rules
     from ..online.setup import otlp_endpoint_configured
     from ..service import ScoringService, load_config
+    from ..settings import ConfigError
     from ..sinks.settings import resolve_sinks
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),

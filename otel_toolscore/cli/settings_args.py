@@ -1,5 +1,5 @@
 """The processor's settings for the offline commands: ``OTEL_TOOLSCORE_*`` as the processor and
-``serve`` read them (:meth:`otel_toolscore.config.Settings.from_env`), with the command's flags over
+``serve`` read them (:meth:`otel_toolscore.settings.Settings.from_env`), with the command's flags over
 them. ``extract`` and ``score`` take from them how runs are read (content kept, text and parse
 limits, calls per run) and ``score`` the expectations (rules file, default expected tool or order,
 strict mode, framework calls), so a CI gate scores recorded traces the way production does.
@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..config import Settings
 from ..core import core_expectations, core_options
+from ..expectations import Expectation
 from ..extract import ExtractOptions
-from ..online.expectations import Expectation
+from ..settings import Settings
 
 __all__ = ["FLAG_SETTINGS", "expectations", "extract_options", "offline_settings"]
 
@@ -31,7 +31,7 @@ FLAG_SETTINGS = {
 
 def offline_settings(args: argparse.Namespace) -> Settings:
     """``OTEL_TOOLSCORE_*`` with the flags of ``args`` over them (a bad flag value raises
-    :class:`~otel_toolscore.config.ConfigError`; a bad variable is a warning, as for the processor)."""
+    :class:`~otel_toolscore.settings.ConfigError`; a bad variable is a warning, as for the processor)."""
     overrides: dict[str, Any] = {}
     for dest, setting in FLAG_SETTINGS.items():
         value = getattr(args, dest, None)
@@ -58,7 +58,7 @@ def extract_options(settings: Settings) -> ExtractOptions:
 
 def expectations(settings: Settings, args: argparse.Namespace) -> tuple[list[Expectation], Expectation | None]:
     """The rules and the default expectation, as the processor builds them from ``settings``
-    (:class:`~otel_toolscore.online.expectations.RulesError` for a rules file that cannot be used).
+    (:class:`~otel_toolscore.expectations.RulesError` for a rules file that cannot be used).
     The default is named after where it came from: ``command line`` or the variable."""
     rules, default = core_expectations(settings, None)
     if default is not None:

@@ -22,16 +22,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..config import Settings
+from .._scored import ScoredRun
+from ..expectations import Expectation, expectation_from_attributes, resolve
 from ..extract import ExtractOptions, SpanFacts, read_log
 from ..extract.assemble import assemble_records
 from ..extract.frameworks import traces_every_tool_call
-from ..online.expectations import Expectation, expectation_from_attributes, resolve
 from ..run_records import RunRecord
 from ..scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
+from ..settings import Settings
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
 from ..telemetry.attributes import MAX_EXPLANATION_CHARS, cut_text
-from .scored import ScoredRun
 from .sources import SpanSource
 from .state import HeldRoot, StartContext, TraceState, TraceTable
 

@@ -40,12 +40,12 @@ from ..telemetry import Emitter, names
 from ._budget import Reservation
 from ._circuit import Circuit
 from ._queue import JudgeAttempt, QueuedRun, RunQueue
-from ._report import write_judgment
+from ._report import EvaluationOut, write_judgment
 from .sampler import JudgeSampler
 from .settings import JudgeSettings, sampler_from_settings, scorer_from_settings
 
 if TYPE_CHECKING:
-    from ..core.scored import ScoredRun
+    from .._scored import ScoredRun
 
 __all__ = ["Judge", "JudgeAttempt", "JudgeStats", "judge_from_env"]
 
@@ -141,6 +141,7 @@ class Judge:
         self._runs = RunQueue(queue_size, workers)
         #: set by the processor at bind(): scores the runs it has queued (called before flush and stats)
         self._before_flush: Callable[[], object] | None = None
+        self._on_evaluation: EvaluationOut | None = None
         # Output tokens a judgment may produce, for reservations: the request's max_tokens when the
         # scorer sends one (a hard bound), else the largest answer seen so far.
         opts = scorer.request_options
@@ -149,13 +150,21 @@ class Judge:
         self._output_estimate = self._output_bound or _DEFAULT_OUTPUT_ESTIMATE
 
     # -- wiring -------------------------------------------------------------------------------------
-    def bind(self, emitter: Emitter, before_flush: Callable[[], object] | None = None) -> None:
-        """Called by the processor with its emitter; starts the workers. A judge serves one processor.
+    def bind(
+        self,
+        emitter: Emitter,
+        before_flush: Callable[[], object] | None = None,
+        *,
+        on_evaluation: EvaluationOut | None = None,
+    ) -> None:
+        """Called by the processor's outputs with its emitter; starts the workers. A judge serves one processor.
 
         ``before_flush``: the processor's way to hand over the runs it has queued but not yet scored,
-        called at the start of every :meth:`force_flush`.
+        called at the start of every :meth:`force_flush`. ``on_evaluation``: where every judgment with
+        a score also goes (the score sinks), beside the emitter's event and metric.
         """
         self._before_flush = before_flush
+        self._on_evaluation = on_evaluation
         self._runs.start(emitter, self.attempt, self._write)
 
     @property
@@ -287,6 +296,7 @@ class Judge:
             label_for=self.label,
             tracer=self._get_tracer if self.carrier_span else None,
             max_span_evaluations=self.max_span_evaluations,
+            on_evaluation=self._on_evaluation,
         )
 
     def _get_tracer(self) -> trace.Tracer:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .._deadline import Deadline
 
 if TYPE_CHECKING:
-    from ..core.scored import ScoredRun
+    from .._scored import ScoredRun
     from ..model import AgentRun
     from ..scorers.llm import JudgeError, LLMScoreResult
     from ..telemetry import Emitter

@@ -9,13 +9,30 @@ that it is exported.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from opentelemetry import trace
 
 from ..telemetry import Emitter, RunRef, names
 from ..telemetry.emitter import judge_span_attributes, write_carrier_span
 from ._queue import JudgeAttempt, QueuedRun
+
+
+class EvaluationOut(Protocol):
+    """Where a judgment with a score also goes: ``(ref, name, score, label, explanation, *attribute maps)``
+    (the score sinks' :meth:`~otel_toolscore.sinks.dispatch.SinkDispatcher.offer_evaluation`)."""
+
+    def __call__(
+        self,
+        ref: RunRef,
+        name: str,
+        score: float,
+        label: str | None,
+        explanation: str | None,
+        *attribute_maps: Mapping[str, Any] | None,
+    ) -> None: ...
+
 
 # The longest error message written as an evaluation's explanation.
 _MAX_EXPLANATION_CHARS = 1000
@@ -30,9 +47,11 @@ def write_judgment(
     label_for: Callable[[float], str],
     tracer: Callable[[], trace.Tracer] | None,
     max_span_evaluations: int,
+    on_evaluation: EvaluationOut | None = None,
 ) -> None:
     """Write what ``attempt`` (a judged run, not a skipped one) came to. ``label_for`` names a score
-    (``pass``/``fail``); ``tracer`` gives the carrier span's tracer (``None``: no carrier span)."""
+    (``pass``/``fail``); ``tracer`` gives the carrier span's tracer (``None``: no carrier span);
+    ``on_evaluation`` gets a judgment with a score (``None``: no score sinks)."""
     outcome, result, error = attempt.outcome, attempt.result, attempt.error
     input_tokens, output_tokens, requests = attempt.input_tokens, attempt.output_tokens, attempt.requests
     duration, start_ns, end_ns = attempt.duration_s, attempt.start_ns, attempt.end_ns
@@ -44,15 +63,18 @@ def write_judgment(
     label: str | None = None
     if result is not None:
         label = label_for(result.score)
+        metric_attributes = {names.ATTR_JUDGE_SAMPLED_BY: item.sampled_by}
         emitter.emit_evaluation(
             ref,
             name=names.EVAL_LLM,
             score=result.score,
             label=label,
             explanation=result.reason,
-            metric_attributes={names.ATTR_JUDGE_SAMPLED_BY: item.sampled_by},
+            metric_attributes=metric_attributes,
             extra_attributes=extra,
         )
+        if on_evaluation is not None:
+            on_evaluation(ref, names.EVAL_LLM, result.score, label, result.reason, metric_attributes, extra)
     else:
         assert error is not None
         emitter.emit_evaluation(

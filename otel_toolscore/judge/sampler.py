@@ -33,7 +33,7 @@ from ..telemetry import names
 from ._budget import Reservation, RollingLimit, TokenBudget
 
 if TYPE_CHECKING:
-    from ..core.scored import ScoredRun
+    from .._scored import ScoredRun
 
 __all__ = [
     "JudgeSampler",

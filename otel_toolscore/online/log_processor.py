@@ -25,6 +25,9 @@ class ToolScoreLogRecordProcessor(LogRecordProcessor):
     record is read on the span processor's worker, never on the emitting thread.
     """
 
+    #: ``emit`` only queues (never blocks): the core may write its own records on a hot thread
+    only_queues = True
+
     def __init__(self, span_processor: _RunSink) -> None:
         self._span_processor = span_processor
 

@@ -35,14 +35,14 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .._deadline import Deadline
-from ..config import Settings
+from .._workers import QueueWorker
 from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, StartContext, build_core, scored_copy
+from ..expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
+from ..expectations import Expectation
 from ..extract import ExtractOptions, SpanFacts
 from ..extract.records import LogRecordView, log_view_from_sdk
+from ..settings import Settings
 from ..sinks.base import ScoreSink
-from .expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
-from .expectations import Expectation
-from .workers import QueueWorker
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
@@ -104,7 +104,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         expectations: rules (``Expectation`` objects) or the path of a YAML/TOML rules file.
         judge: an optional :class:`~otel_toolscore.online.judge.Judge` for sampled LLM judging.
         meter_provider, logger_provider: default to the global providers.
-        settings: a :class:`~otel_toolscore.config.Settings`; keyword overrides of its fields are accepted
+        settings: a :class:`~otel_toolscore.settings.Settings`; keyword overrides of its fields are accepted
             too (``max_pending_traces=...``). Unset fields come from ``OTEL_TOOLSCORE_*`` variables.
         on_scored: optional callback called (on its own thread) with every :class:`ScoredRun`.
         sinks: score sinks (:class:`~otel_toolscore.sinks.ScoreSink` objects or built-in names such as
@@ -171,7 +171,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._queue = self._worker.queue
         self._capacity = s.span_queue_size
         if judge is not None:
-            judge.bind(self.emitter, before_flush=self._score_queued)
+            self.outputs.bind_judge(before_flush=self._score_queued)
         # Drain at exit before the providers shut down: atexit runs handlers last-in first-out, and
         # the providers registered theirs when they were created, before this processor.
         self._atexit = _register_drain(self)

@@ -18,7 +18,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-from .exporters import exporters_from_env
+from ..telemetry.exporters import exporters_from_env
 from .log_processor import ToolScoreLogRecordProcessor
 from .processor import ToolScoreSpanProcessor
 

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from .code import MatchMode, PassFail, summary_line
+from ._verdict import CodeVerdict, ExpectedCalls, MatchMode, PassFail, summary_line
 
 if TYPE_CHECKING:
     from ..model import AgentRun, ToolCall
-    from .code import CodeVerdict, ToolCallAccuracyCodeScorer
 
 __all__ = ["CallMatch", "CodePreprocessResult", "CodeScoreResult", "ToolCallInfo", "code_score_result"]
 
@@ -72,7 +71,7 @@ class CodeScoreResult(_Result, PassFail):
 
 
 def code_score_result(
-    scorer: ToolCallAccuracyCodeScorer, run: AgentRun, verdict: CodeVerdict, *, explain: bool = True
+    scorer: ExpectedCalls, run: AgentRun, verdict: CodeVerdict, *, explain: bool = True
 ) -> CodeScoreResult:
     """The full, Mastra-shaped result of ``scorer``'s ``verdict`` on ``run``."""
     calls = verdict.calls
@@ -112,7 +111,7 @@ def _idx(value: int | None, fallback: int) -> int:
 # every actual call at most once; calls paired with no expected entry are listed as
 # ``unexpected`` (a tool not expected at all) or ``extra_call`` (an expected tool called more
 # often than expected). Whether those extra entries fail the run depends on the mode.
-def explain_calls(scorer: ToolCallAccuracyCodeScorer, calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
+def explain_calls(scorer: ExpectedCalls, calls: list[ToolCall], ok: list[bool]) -> list[CallMatch]:
     """What became of each expected call and each actual one, under ``scorer``'s mode."""
     expected = scorer.expected_list()
     if scorer.match != "ordered" or scorer.expected_tool_order is None:

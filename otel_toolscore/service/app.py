@@ -37,8 +37,8 @@ from ..core import END, HOLD, LOG, START, Release, ScoredRun, build_core
 from ..core.otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
-from ..online.exporters import otlp_exporter, otlp_protocol
 from ..telemetry import names
+from ..telemetry.exporters import otlp_exporter, otlp_protocol
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, TraceRequest, as_trace_request
 from .forward import ForwardQueue
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from ..online.expectations import Expectation
+    from ..expectations import Expectation
     from ..sinks.base import ScoreSink
 
 __all__ = ["IntakeResult", "ScoringService"]
@@ -161,7 +161,7 @@ class ScoringService:
         self.emitter = self.outputs.emitter
         self._judge = judge
         if judge is not None:
-            judge.bind(self.emitter)  # every trace is scored before a flush asks: nothing to hand over
+            self.outputs.bind_judge()  # every trace is scored before a flush asks: nothing to hand over
         self.extract_options = self._core.options
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,

@@ -38,11 +38,11 @@ from .._version import __version__
 from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     check_max_response_bytes,
+    count_http_refusal,
     mask_url,
     retry_after_seconds,
     scrub_body,
 )
-from ..telemetry.http_refusals import count_http_refusal
 
 __all__ = ["ExporterSender", "GrpcTraceSender", "HttpTraceSender", "TraceSender", "trace_sender"]
 

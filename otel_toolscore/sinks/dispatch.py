@@ -1,6 +1,6 @@
 """``SinkDispatcher``: every score record to every sink, off the span's thread, bounded and counted.
 
-Each sink has its own bounded queue and thread (a :class:`~otel_toolscore.online.workers.QueueWorker`,
+Each sink has its own bounded queue and thread (a :class:`~otel_toolscore._workers.QueueWorker`,
 as the event emitter has), so a slow or unreachable backend holds only its own queue. Producers (the
 emitter's thread for code scores, the judge's workers for judgments) never wait: a full queue drops
 the record and counts it. Exports run with OpenTelemetry's suppress-instrumentation keys set, so an
@@ -12,15 +12,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from pydantic import BaseModel, ConfigDict
 
-from ..online.workers import QueueWorker
+from .._workers import QueueWorker
 from ..redact import redact
 from .base import ScoreSink
-from .record import ScoreRecord
+from .record import ScoreRecord, score_record
+
+if TYPE_CHECKING:
+    from ..telemetry import RunRef
 
 __all__ = ["SinkDispatcher", "SinkStats"]
 
@@ -155,6 +159,28 @@ class SinkDispatcher:
         record = _redacted(record)
         for lane in self._lanes:
             lane.offer(record)
+
+    def offer_evaluation(
+        self,
+        ref: RunRef,
+        name: str,
+        score: float,
+        label: str | None,
+        explanation: str | None,
+        *attribute_maps: Mapping[str, Any] | None,
+    ) -> None:
+        """One evaluation with a score (the code scorer's or the judge's), written for ``ref``, as a
+        :class:`ScoreRecord` for every sink; never raises (a record that cannot be built is counted
+        as ``sink_failed``)."""
+        if not self._lanes:
+            return
+        try:
+            record = score_record(ref, name, score, label, explanation, *attribute_maps)
+        except Exception:
+            _log.debug("otel-toolscore could not build a score record", exc_info=True)
+            self._lanes[0].count_drop(FAILED, 1)
+            return
+        self.offer(record)
 
     def stats(self) -> list[SinkStats]:
         return [lane.stats() for lane in self._lanes]

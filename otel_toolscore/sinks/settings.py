@@ -12,7 +12,6 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
-from ..config import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
 from ..envconfig import EnvSettings, SecretStr, setting
 from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -21,6 +20,7 @@ from ..http_limits import (
     check_endpoint,
     mask_url,
 )
+from ..settings import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
 from .base import ScoreSink
 
 __all__ = [

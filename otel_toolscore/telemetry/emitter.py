@@ -24,9 +24,8 @@ from .http_refusals import observe_http_refusals
 
 if TYPE_CHECKING:
     from ..scorers.llm import LLMScoreResult
-    from ..sinks.record import ScoreRecord
 
-__all__ = ["BoundedLabels", "Emitter", "RunRef", "judge_span_attributes", "score_record", "write_carrier_span"]
+__all__ = ["BoundedLabels", "Emitter", "RunRef", "judge_span_attributes", "write_carrier_span"]
 
 _log = logging.getLogger(__name__)
 
@@ -89,9 +88,6 @@ class Emitter:
     ) -> None:
         self.events_enabled = events
         self.metrics_enabled = metrics_enabled
-        #: where every evaluation with a score also goes, as a :class:`~otel_toolscore.sinks.ScoreRecord`
-        #: (set by the processor to its sinks' dispatcher; called on the emitting thread, must not block)
-        self.on_score: Callable[[ScoreRecord], None] | None = None
         self.agent_label = BoundedLabels(max_metric_agents, declared_agents)
         self._warned = False
         mp = meter_provider or metrics.get_meter_provider()
@@ -241,12 +237,6 @@ class Emitter:
                 self.score.record(float(score), mattrs, context=ctx)
             except Exception as exc:
                 self._guard("a metric", exc)
-        on_score = self.on_score
-        if on_score is not None and score is not None:
-            try:
-                on_score(score_record(ref, name, score, label, explanation, metric_attributes, extra_attributes))
-            except Exception as exc:
-                self._guard("a score record", exc)
 
     # -- the LLM judge ----------------------------------------------------------------------------
     def observe_judge_queue(self, depth: Callable[[], int]) -> None:
@@ -299,36 +289,6 @@ class Emitter:
             counter.add(amount, attrs)
         except Exception as exc:
             self._guard("a metric", exc)
-
-
-def score_record(
-    ref: RunRef,
-    name: str,
-    score: float,
-    label: str | None,
-    explanation: str | None,
-    *attribute_maps: Mapping[str, Any] | None,
-) -> ScoreRecord:
-    """The sinks' record of one evaluation; scalar metric and event attributes become its metadata."""
-    from ..sinks.record import ScoreRecord
-
-    metadata: dict[str, str | int | float | bool] = {}
-    for attrs in attribute_maps:
-        for k, v in (attrs or {}).items():
-            if isinstance(v, (str, int, float, bool)) and not k.startswith("gen_ai.evaluation."):
-                metadata.setdefault(k, v)
-    return ScoreRecord(
-        trace_id="%032x" % ref.trace_id,
-        span_id="%016x" % ref.span_id,
-        name=name,
-        annotator_kind=n.ANNOTATOR_KIND_LLM if name == n.EVAL_LLM else n.ANNOTATOR_KIND_CODE,
-        score=float(score),
-        label=label,
-        explanation=cut_text(explanation, MAX_EXPLANATION_CHARS) if explanation else None,
-        agent_name=ref.agent_name,
-        conversation_id=ref.conversation_id,
-        metadata=metadata,
-    )
 
 
 def judge_span_attributes(

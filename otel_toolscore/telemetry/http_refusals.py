@@ -4,38 +4,21 @@ Every outbound HTTP client of otel-toolscore (the score sinks, the LLM judge, th
 forwarding sender) refuses what would hurt the process — a response body over its size limit, a
 redirect to another origin, a request past its deadline — and counts it here. The counts are
 reported by an observable counter that every :class:`~otel_toolscore.telemetry.emitter.Emitter`
-registers on its meter, read at collection time (this module imports nothing heavy: the emitter
-loads it with the package).
+registers on its meter, read at collection time. The counts themselves are kept by
+:mod:`otel_toolscore.http_limits` (below the clients that count); this module only reports them.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from ..http_limits import count_http_refusal, http_refusal_counts
 from . import names as n
 
 __all__ = ["count_http_refusal", "http_refusal_counts", "observe_http_refusals"]
-
-_lock = threading.Lock()
-_counts: Counter[tuple[str, str]] = Counter()
-
-
-def count_http_refusal(client: str, reason: str) -> None:
-    """One answer of ``client`` (``phoenix``, ``langfuse``, ``judge``, ``forward``) refused for ``reason``."""
-    with _lock:
-        _counts[(client, reason)] += 1
-
-
-def http_refusal_counts() -> dict[tuple[str, str], int]:
-    """Every count so far, by (client, reason)."""
-    with _lock:
-        return dict(_counts)
-
 
 def _observe(_options: CallbackOptions) -> Iterator[Observation]:
     for (client, reason), value in http_refusal_counts().items():
