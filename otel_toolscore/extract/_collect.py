@@ -16,6 +16,7 @@ from ..run_records import RunRecord
 from .assemble import assemble_records
 from .content import requested_calls
 from .facts import ExtractOptions, SpanFacts
+from .otlp_views import OtlpSpan, read_view
 from .readers import read_log, read_span
 from .records import SpanRecord
 
@@ -89,27 +90,37 @@ class Collector(Generic[R]):
         self.last_seen[trace_id] = self.records
         self.last_seen.move_to_end(trace_id)
 
-    def span(self, rec: SpanRecord, report: R) -> None:
+    def span(self, item: OtlpSpan | SpanRecord, report: R) -> None:
+        """One span: a view of a decoded one (read by the table-driven readers first, as the service
+        reads it), or a record (live SDK spans, records given by the caller)."""
         report.spans_read += 1
         if self.progress is not None and not report.spans_read & PROGRESS_EVERY:
             self.progress(report, False)
-        trace_id = rec.trace_id
+        if type(item) is OtlpSpan:
+            trace_id, span_id, parent_id = ids = item.trace_hex, item.span_hex, item.parent_hex
+        else:
+            assert isinstance(item, SpanRecord)
+            trace_id, span_id, parent_id = item.trace_id, item.span_id, item.parent_span_id
+            ids = None
         if self.done and self._late(trace_id, report):
             return
         self._touch(trace_id, report)
-        self.parents.setdefault(trace_id, {})[rec.span_id] = rec.parent_span_id
-        if rec.parent_span_id is None:
+        self.parents.setdefault(trace_id, {})[span_id] = parent_id
+        if parent_id is None:
             self.rooted.add(trace_id)
         try:
-            f = read_span(rec, self.options)
+            f = read_span(item, self.options) if ids is None else read_view(item, self.options, ids)  # type: ignore[arg-type]
         except Exception as exc:  # a reader must never stop the file
-            report.problem(f"span {rec.span_id} ({rec.name!r}): reader failed: {type(exc).__name__}: {exc}")
+            name = item.name
+            report.problem(f"span {span_id} ({name!r}): reader failed: {type(exc).__name__}: {exc}")
             return
         if f is None:
             report.unknown_convention_spans += 1
             return
         report.spans_with_facts += 1
         f.materialize(self.options)  # compact now (content truncated): a pending trace holds no raw content
+        if not f.deferred:
+            f.holder = None  # nothing left to read from the span: the trace holds its facts alone
         self.facts.setdefault(trace_id, []).append(f)
         self.fact_report[id(f)] = report
 

@@ -1,8 +1,9 @@
 """Byte formats of the offline reader: gzip, JSON Lines and JSON documents, protobuf (whole or one
 resource at a time), and the sniffing that tells them apart by content (see :mod:`.sources`).
 
-Each input becomes a stream of messages — OTLP protobuf requests, or :class:`JsonDoc` s (one parsed
-OTLP/JSON export request) — read as the bytes arrive; what cannot be decoded is told to the source's
+Each input becomes a stream of messages — protobuf trace data as :class:`TraceGroups` (spans parsed
+leanly, their attributes a key table: :mod:`.otlp_views`), protobuf log requests, or :class:`JsonDoc` s
+(one parsed OTLP/JSON export request) — read as the bytes arrive; what cannot be decoded is told to the source's
 report (:class:`Problems`) and the rest is read on.
 """
 
@@ -21,7 +22,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
-__all__ = ["CHUNK", "MAX_INPUT_BYTES", "WHOLE_READ_BYTES", "Counted", "JsonDoc", "Problems", "decode_stream"]
+from .otlp_views import LEAN_RESOURCE_SPANS, LEAN_SPAN, LEAN_TRACE_REQUEST
+
+__all__ = [
+    "CHUNK", "MAX_INPUT_BYTES", "WHOLE_READ_BYTES", "Counted", "JsonDoc", "Problems", "TraceGroups", "decode_stream",
+]
 
 #: Largest input read whole: one JSON document (not lines), one JSON line, one protobuf resource.
 MAX_INPUT_BYTES = 512 * 1024 * 1024
@@ -195,11 +200,48 @@ def _proto_score(msg: Any) -> int:
     return score
 
 
-def _from_protobuf(data: bytes, report: Problems) -> Iterator[Message]:
-    best: Message | None = None
+class TraceGroups:
+    """Trace data read leanly (:mod:`.otlp_views`): per scope, (its ``ResourceSpans``, its
+    ``ScopeSpans``, its spans as (encoded bytes, lean ``Span``)) — attributes left a key table."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self, groups: list[tuple[Any, Any, list[tuple[bytes, Any]]]]) -> None:
+        self.groups = groups
+
+
+def _lean_groups(resources: Iterable[Any]) -> TraceGroups:
+    """The lean groups of parsed lean ``ResourceSpans``; raises as the standard parse would."""
+    parse = LEAN_SPAN.FromString
+    return TraceGroups([(rs, ss, [(raw, parse(raw)) for raw in ss.spans]) for rs in resources for ss in rs.scope_spans])
+
+
+def _lean_score(traces: TraceGroups) -> int:
+    """:func:`_proto_score` of lean trace data."""
+    score = 0
+    for _rs, _ss, spans in traces.groups:
+        for _raw, sp in spans:
+            score += 2 if len(sp.trace_id) == 16 and len(sp.span_id) == 8 else -1
+    return score
+
+
+def _from_protobuf(data: bytes, report: Problems) -> Iterator[Any]:
+    """One protobuf input read whole: trace data as :class:`TraceGroups` (the standard message
+    should the lean one not read it), log data as ``ExportLogsServiceRequest``."""
+    best: Any = None
     best_score = 0
     errors: list[str] = []
-    for kind in (ExportTraceServiceRequest, ExportLogsServiceRequest):
+    try:
+        lean: Any = _lean_groups(LEAN_TRACE_REQUEST.FromString(data).resource_spans)
+        lean_score = _lean_score(lean)
+    except (DecodeError, ValueError, RecursionError):
+        lean = None
+    kinds: tuple[type[Message], ...] = (ExportLogsServiceRequest,)
+    if lean is None:
+        kinds = (ExportTraceServiceRequest, ExportLogsServiceRequest)  # the standard words for what is wrong
+    elif lean_score > best_score:
+        best, best_score = lean, lean_score
+    for kind in kinds:
         try:
             msg = kind.FromString(data)
         except (DecodeError, ValueError, RecursionError) as exc:
@@ -228,7 +270,7 @@ def _varint(fh: IO[bytes]) -> int | None:
             return -1
 
 
-def _from_protobuf_stream(fh: IO[bytes], first: bytes, report: Problems) -> Iterator[Message]:
+def _from_protobuf_stream(fh: IO[bytes], first: bytes, report: Problems) -> Iterator[Any]:
     """A large protobuf input, one top-level field (one resource) at a time: every field of an
     export request is ``resource_spans`` / ``resource_logs`` (1, length-delimited)."""
     stream = io.BufferedReader(_Prefixed(first, fh), CHUNK) if first else fh
@@ -257,6 +299,12 @@ def _from_protobuf_stream(fh: IO[bytes], first: bytes, report: Problems) -> Iter
                 report.problem("not OTLP protobuf, JSON or gzip")
                 return
             kind = best[1]
+        if kind is ResourceSpans:
+            try:
+                yield _lean_groups((LEAN_RESOURCE_SPANS.FromString(chunk),))
+                continue
+            except (DecodeError, ValueError, RecursionError):
+                pass  # the standard message says what is wrong (or reads what the lean one did not)
         try:
             resource = kind.FromString(chunk)
         except (DecodeError, ValueError, RecursionError) as exc:
@@ -315,7 +363,7 @@ class _Prefixed(io.RawIOBase):
 def decode_stream(
     fh: IO[bytes], report: Problems, size_hint: int | None, whole_read_bytes: int = WHOLE_READ_BYTES
 ) -> Iterator[Any]:
-    """Messages (protobuf requests, or :class:`JsonDoc` s) of one input, as it is read: protobuf
+    """Messages (:class:`TraceGroups`, protobuf requests, :class:`JsonDoc` s) of one input, as it is read: protobuf
     inputs up to ``whole_read_bytes`` are parsed in one piece, larger ones one resource at a time."""
     head = fh.read(2)
     if head == b"\x1f\x8b":

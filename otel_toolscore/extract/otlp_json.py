@@ -17,9 +17,10 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .otlp_views import OtlpEvent, OtlpResource, OtlpScope, OtlpSpan
 from .records import LogRecordView, SpanRecord
 
-__all__ = ["OtlpJsonError", "log_views_from_json", "span_records_from_json"]
+__all__ = ["OtlpJsonError", "log_views_from_json", "span_records_from_json", "span_views_from_json"]
 
 _KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 _STATUSES = ("UNSET", "OK", "ERROR")
@@ -189,6 +190,60 @@ def span_records_from_json(doc: Mapping[str, Any]) -> Iterator[SpanRecord]:
             scope_name=scope_name,
             resource_attributes=res_attrs,
         )
+
+
+def span_views_from_json(doc: Mapping[str, Any]) -> Iterator[OtlpSpan]:
+    """The spans of one OTLP/JSON ``ExportTraceServiceRequest`` document as views
+    (:class:`~.otlp_views.OtlpSpan`: what the table-driven readers read directly), with the fields
+    and checks of :func:`span_records_from_json`; the resource and scope of a group are shared."""
+    last_res: Any = None
+    last_scope: tuple[Any, str | None] = (None, None)
+    resource = OtlpResource(attributes=_EMPTY)
+    scope: OtlpScope | None = None
+    for res_attrs, scope_name, sp in _scoped(
+        doc, ("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"), "span"
+    ):
+        if res_attrs is not last_res:
+            last_res = res_attrs
+            resource = OtlpResource(attributes=res_attrs)
+        if last_scope[0] is not res_attrs or last_scope[1] != scope_name:
+            last_scope = (res_attrs, scope_name)
+            scope = OtlpScope(scope_name) if scope_name else None
+        status = sp.get("status")
+        if type(status) is not dict:
+            status = _EMPTY
+        raw_events = _list(sp, "events", "events")
+        events: tuple[OtlpEvent, ...] = ()
+        if raw_events:
+            built = []
+            for ev in raw_events:
+                if type(ev) is not dict:
+                    raise OtlpJsonError("a span event is not an object")
+                built.append(OtlpEvent(
+                    str(ev.get("name", "")),
+                    attributes_json(ev.get("attributes")),
+                    _int(_get(ev, "timeUnixNano", "time_unix_nano")),
+                ))
+            events = tuple(built)
+        yield OtlpSpan(
+            str(sp.get("name", "")),
+            attributes_json(sp.get("attributes")),
+            _id(_get(sp, "traceId", "trace_id"), 16) or "0" * 32,
+            _id(_get(sp, "spanId", "span_id"), 8) or "0" * 16,
+            _id(_get(sp, "parentSpanId", "parent_span_id"), 8),
+            kind=_KIND_NUMBERS[_enum(sp.get("kind"), _KINDS, "SPAN_KIND_", "UNSPECIFIED")],
+            start_time=_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano")),
+            end_time=_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
+            status_code=_STATUS_NUMBERS[_enum(status.get("code"), _STATUSES, "STATUS_CODE_", "UNSET")],
+            status_message=status.get("message") or None,
+            events=events,
+            scope=scope,
+            resource=resource,
+        )
+
+
+_KIND_NUMBERS = {name: n for n, name in enumerate(_KINDS)}
+_STATUS_NUMBERS = {name: n for n, name in enumerate(_STATUSES)}
 
 
 def log_views_from_json(doc: Mapping[str, Any]) -> Iterator[LogRecordView]:

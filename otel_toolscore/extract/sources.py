@@ -38,10 +38,12 @@ from ._streams import (
     WHOLE_READ_BYTES,  # read from this module each time a source is opened
     Counted,
     JsonDoc,
+    TraceGroups,
     decode_stream,
 )
 from .facts import DEFAULT_OPTIONS, ExtractOptions
-from .otlp_json import OtlpJsonError, log_views_from_json, span_records_from_json
+from .otlp_json import OtlpJsonError, log_views_from_json, span_views_from_json
+from .otlp_views import span_views
 from .records import SpanRecord, log_views_from_proto, record_from_readable, span_records_from_proto
 
 __all__ = ["ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"]
@@ -110,17 +112,21 @@ class ExtractionReport(BaseModel):
 def _feed_message(msg: Any, coll: Collector[SourceReport], report: SourceReport) -> None:
     if isinstance(msg, JsonDoc):
         try:  # a document is read whole before its records join the traces, as a protobuf one is
-            spans = list(span_records_from_json(msg.doc))
+            spans = list(span_views_from_json(msg.doc))
             logs = list(log_views_from_json(msg.doc))
         except (OtlpJsonError, RecursionError) as exc:
             report.problem(f"invalid OTLP/JSON: {str(exc)[:300]}")
             return
-        for rec in spans:
-            coll.span(rec, report)
+        for span in spans:
+            coll.span(span, report)
         for view in logs:
             coll.log(view, report)
         return
-    if hasattr(msg, "resource_spans"):
+    if isinstance(msg, TraceGroups):
+        for span in span_views(msg.groups):
+            coll.span(span, report)
+        return
+    if hasattr(msg, "resource_spans"):  # what the lean message did not read, or a caller's request
         for rec in span_records_from_proto(msg):
             coll.span(rec, report)
     if hasattr(msg, "resource_logs"):
