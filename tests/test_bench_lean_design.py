@@ -27,6 +27,7 @@ from opentelemetry.trace import set_span_in_context
 from bench.lean_design import LeanDesignProcessor, LeanExpectation
 from bench.workloads import WORKLOADS
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
+from tests.support.telemetry import metric_points
 
 Run = Callable[[Any, int], None]
 
@@ -73,15 +74,10 @@ class Outputs:
         return out
 
     def points(self, name: str) -> list[tuple[tuple[tuple[str, Any], ...], Any]]:
-        data = self.metrics.get_metrics_data()
         out = []
-        for rm in data.resource_metrics if data is not None else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        for p in m.data.data_points:
-                            value = (p.count, p.sum) if hasattr(p, "count") else p.value
-                            out.append((tuple(sorted((p.attributes or {}).items())), value))
+        for p in metric_points(self.metrics, name):
+            value = (p.count, p.sum) if hasattr(p, "count") else p.value
+            out.append((tuple(sorted((p.attributes or {}).items())), value))
         return sorted(out)
 
 

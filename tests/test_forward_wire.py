@@ -37,6 +37,7 @@ from otel_toolscore.service.app import ScoringService
 from otel_toolscore.service.otlp_sender import GrpcTraceSender, HttpTraceSender, trace_sender
 from otel_toolscore.service.settings import load_config
 from otel_toolscore.service.wire import build_request, envelope, with_attributes
+from tests.support.telemetry import metric_points
 from tests.tools.otlp import capture_server, grpc_capture_server
 
 RULES = [Expectation(agent_name="weather_agent", expected_tool="get_weather")]
@@ -499,12 +500,7 @@ def test_drain_keeps_its_deadline_while_the_backend_keeps_refusing() -> None:
         alive = [t.name for t in threading.enumerate() if t.name == "otel-toolscore-forward"]
     assert took < 3, f"a 2 s drain took {took:.1f} s"
     assert not alive, "the sender kept retrying after the drain"
-    data = reader.get_metrics_data()
-    drops = {
-        dict(p.attributes).get("toolscore.reason"): p.value
-        for rm in (data.resource_metrics if data else []) for sm in rm.scope_metrics for m in sm.metrics
-        if m.name == "toolscore.dropped" for p in m.data.data_points
-    }
+    drops = {dict(p.attributes).get("toolscore.reason"): p.value for p in metric_points(reader, "toolscore.dropped")}
     assert drops.get("drain_timeout", 0) + drops.get("forward_failed", 0) == len(_spans(request)), drops
 
 

@@ -38,6 +38,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
+from tests.support.telemetry import counter_total
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -124,17 +125,7 @@ class Rig:
     metrics: InMemoryMetricReader
 
     def counter(self, name: str, **attrs: Any) -> int:
-        data = self.metrics.get_metrics_data()
-        total = 0
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        total += sum(
-                            int(p.value) for p in m.data.data_points
-                            if all(p.attributes.get(k) == v for k, v in attrs.items())
-                        )
-        return total
+        return counter_total(self.metrics, name, **attrs)
 
 
 def rig(**options: Any) -> Rig:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from otel_toolscore.settings import ConfigError
+from otel_toolscore.expectations import RulesError, load_rules
 from otel_toolscore.files import MAX_CONFIG_FILE_BYTES, read_config_text
 from otel_toolscore.judge import JudgeSettings, judge_from_env, load_tools_file
-from otel_toolscore.expectations import RulesError, load_rules
 from otel_toolscore.service.settings import load_config
+from otel_toolscore.settings import ConfigError
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -35,6 +35,7 @@ from tests.support.openai_server import (
     judge_answer,
     rate_limited,
 )
+from tests.support.telemetry import counter_total, metric_points
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -77,17 +78,10 @@ class Pipe:
         ]
 
     def points(self, name: str) -> list[Any]:
-        data = self.metrics.get_metrics_data()
-        out: list[Any] = []
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        out.extend(m.data.data_points)
-        return out
+        return metric_points(self.metrics, name)
 
     def counter(self, name: str, **attrs: Any) -> int:
-        return sum(int(p.value) for p in self.points(name) if all(p.attributes.get(k) == v for k, v in attrs.items()))
+        return counter_total(self.metrics, name, **attrs)
 
     def by(self, name: str, key: str) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -14,9 +14,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolscore import Expectation, Judge, ToolScoreSpanProcessor
-from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.judge import JudgeSettings, judge_from_env
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
+from otel_toolscore.settings import ConfigError, Settings
 from tests.support.openai_server import OpenAITestServer, echo_judge
 
 pytestmark = pytest.mark.timeout(60)

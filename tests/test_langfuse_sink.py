@@ -27,8 +27,8 @@ from otel_toolscore import (
     ToolScoreSpanProcessor,
     create_tool_call_accuracy_scorer_llm,
 )
-from otel_toolscore.settings import ConfigError
 from otel_toolscore.scripted import run_scripted_agent
+from otel_toolscore.settings import ConfigError
 from otel_toolscore.sinks import LangfuseSink, ScoreRecord, SinkError
 from otel_toolscore.sinks.langfuse import score_id
 from tests.support.json_capture import Answer, JsonCaptureServer

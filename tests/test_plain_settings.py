@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
-from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.envconfig import EnvSettings, SecretStr, UnknownSetting, validation_message
-from otel_toolscore.judge import JudgeSettings
 from otel_toolscore.expectations import RulesError, load_rules
+from otel_toolscore.judge import JudgeSettings
 from otel_toolscore.run_records import CallRecord, RunRecord
 from otel_toolscore.scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
 from otel_toolscore.service.settings import ServiceConfig, ServiceSettings, load_config
+from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.sinks.settings import LangfuseSinkSettings, PhoenixSinkSettings
 from otel_toolscore.telemetry import RunRef
 

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor, expect
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
+from tests.support.telemetry import counter_total, metric_points
 
 
 @dataclass
@@ -46,21 +47,10 @@ class Pipeline:
         return [r.log_record for r in self.logs.get_finished_logs() if r.log_record.event_name == "gen_ai.evaluation.result"]
 
     def metric_points(self, name: str) -> list[Any]:
-        data = self.metrics.get_metrics_data()
-        points: list[Any] = []
-        if data is None:
-            return points
-        for rm in data.resource_metrics:
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        points.extend(m.data.data_points)
-        return points
+        return metric_points(self.metrics, name)
 
     def counter(self, name: str, **attrs: Any) -> int:
-        return sum(
-            int(p.value) for p in self.metric_points(name) if all(p.attributes.get(k) == v for k, v in attrs.items())
-        )
+        return counter_total(self.metrics, name, **attrs)
 
 
 def make_pipeline(downstream: SpanProcessor | None = None, **options: Any) -> Pipeline:

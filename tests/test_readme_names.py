@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from otel_toolscore.settings import Settings
 from otel_toolscore.judge import JUDGE_ENV_PREFIX, JudgeSettings
 from otel_toolscore.service.settings import ServiceSettings
+from otel_toolscore.settings import Settings
 from otel_toolscore.telemetry import names
 from tests.support.docs import all_docs
 from tests.tools.prom_names import emitted_instruments

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from otel_toolscore import ToolScoreSpanProcessor
-from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.expectations import RulesError, load_rules
+from otel_toolscore.settings import ConfigError, Settings
 
 pytestmark = pytest.mark.timeout(60)
 

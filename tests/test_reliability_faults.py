@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
+from tests.support.telemetry import counter_total
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -111,15 +112,7 @@ class Rig:
         return worst
 
     def counter(self, name: str, **attrs: Any) -> int:
-        data = self.reader.get_metrics_data()
-        total = 0
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        total += sum(int(p.value) for p in m.data.data_points
-                                     if all(p.attributes.get(k) == v for k, v in attrs.items()))
-        return total
+        return counter_total(self.reader, name, **attrs)
 
     def evaluation_events(self) -> int:
         return sum(1 for r in self.logs.get_finished_logs() if r.log_record.event_name == "gen_ai.evaluation.result")

@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
+from tests.support.telemetry import metric_points
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,14 +52,7 @@ class Rig:
         self.tracer = self.provider.get_tracer("load")
 
     def points(self, name: str) -> list[Any]:
-        data = self.reader.get_metrics_data()
-        out: list[Any] = []
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        out.extend(m.data.data_points)
-        return out
+        return metric_points(self.reader, name)
 
     def by(self, name: str, key: str) -> Counter[str]:
         c: Counter[str] = Counter()

@@ -35,12 +35,13 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_toolscore.settings import ConfigError
 from otel_toolscore.expectations import Expectation
 from otel_toolscore.online.log_processor import ToolScoreLogRecordProcessor
 from otel_toolscore.online.processor import ScoredRun, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import ScoringService, load_config
+from otel_toolscore.settings import ConfigError
+from tests.support.telemetry import counter_total
 from tests.tools.otlp import capture_server, wait_port
 
 CLI = [sys.executable, "-c", "import sys; from otel_toolscore.cli import main; sys.exit(main())"]
@@ -79,16 +80,7 @@ class Running:
     def counter(self, name: str, **attrs: Any) -> int:
         assert self.metrics is not None
         self.service.force_flush(5_000)
-        data = self.metrics.get_metrics_data()
-        total = 0
-        for rm in data.resource_metrics if data is not None else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == name:
-                        for p in m.data.data_points:
-                            if all(p.attributes.get(k) == v for k, v in attrs.items()):
-                                total += int(p.value)
-        return total
+        return counter_total(self.metrics, name, **attrs)
 
     @property
     def http(self) -> str:

@@ -29,11 +29,11 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from otel_toolscore.settings import ConfigError
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import load_config
 from otel_toolscore.service.spool import Spool, span_keys, wire_span_key
 from otel_toolscore.service.wire import envelope
+from otel_toolscore.settings import ConfigError
 from tests.support.serve_cli import CODE
 from tests.test_hostile_service import spans_request
 from tests.tools.otlp import Capture, capture_server

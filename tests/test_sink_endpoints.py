@@ -24,8 +24,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_toolscore import ToolScoreSpanProcessor, configure, install
-from otel_toolscore.settings import ConfigError
 from otel_toolscore.scripted import run_scripted_agent
+from otel_toolscore.settings import ConfigError
 from otel_toolscore.sinks import LangfuseSink, PhoenixSink
 from tests.support.json_capture import Answer, JsonCaptureServer
 from tests.support.serve_cli import CODE, serve_until_listening

@@ -35,13 +35,14 @@ from otel_toolscore import (
     create_tool_call_accuracy_scorer_llm,
     install,
 )
-from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import ScoringService, load_config
+from otel_toolscore.settings import ConfigError, Settings
 from otel_toolscore.sinks import PhoenixSink, ScoreRecord, ScoreSink, SinkError
 from otel_toolscore.telemetry import names
 from tests.support.json_capture import Answer, JsonCaptureServer
 from tests.support.openai_server import OpenAITestServer, echo_judge
+from tests.support.telemetry import metric_points
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -94,15 +95,7 @@ class Pipe:
         return [s for s in self.spans.get_finished_spans() if s.name.startswith("invoke_agent")]
 
     def dropped(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        data = self.reader.get_metrics_data()
-        for rm in data.resource_metrics if data else ():
-            for sm in rm.scope_metrics:
-                for m in sm.metrics:
-                    if m.name == names.METRIC_DROPPED:
-                        for p in m.data.data_points:
-                            out[p.attributes[names.ATTR_REASON]] = int(p.value)
-        return out
+        return {p.attributes[names.ATTR_REASON]: int(p.value) for p in metric_points(self.reader, names.METRIC_DROPPED)}
 
 
 @pytest.fixture
