@@ -63,7 +63,7 @@ def test_score_needs_an_expectation(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--expected-tool" in err and "OTEL_TOOLSCORE_EXPECTED_TOOL" in err
 
 
-# -- the command line tells the shell (issue 12, point 7) ------------------------------------------------
+# -- the command line tells the shell ------------------------------------------------
 @pytest.mark.parametrize("command", ["extract", "score"])
 def test_bad_input_exits_2_with_the_reason(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     flags = ["--expected-tool", "getWeather"] if command == "score" else []

@@ -1,4 +1,4 @@
-"""The code scorer against every point of spec/scorers.md, plus Mastra's documented examples.
+"""The code scorer against every point of docs/code-scorer.md, plus Mastra's documented examples.
 
 Where Mastra's code and the spec differ, these tests assert the spec (each such test says so).
 """

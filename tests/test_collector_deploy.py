@@ -3,7 +3,7 @@
 Structural: names, ports and endpoints line up (gateway ↔ replicas ↔ backends), every mounted file
 exists, every OTEL_TOOLSCORE_* variable set is one the service accepts (no warning), the Kubernetes
 copy of the gateway configuration is the same as collector/gateway-k8s.yaml, the PrometheusRule holds
-the tested rules. Issue 14: every image is pinned, Jaeger is v2, the Prometheus configuration passes
+the tested rules. Every image is pinned, Jaeger is v2, the Prometheus configuration passes
 `promtool check config` of the pinned Prometheus release, every Kubernetes container drops its
 privileges.
 """
@@ -158,7 +158,7 @@ def test_kustomization_lists_every_manifest() -> None:
     assert set(kust["resources"]) == {p.name for p in (DEPLOY / "k8s").glob("*.yaml")} - {"kustomization.yaml"} - optional
 
 
-# -- issue 14: pinned images, Jaeger v2, Prometheus config for its release, PrometheusRule, privileges ----
+# -- pinned images, Jaeger v2, Prometheus config for its release, PrometheusRule, privileges ----
 def _images() -> dict[str, str]:
     """Every image the deployment runs: compose service or Kubernetes container -> image."""
     # (Images compose builds from this repository are what the checkout is: not pulled, not pinned.)
@@ -327,7 +327,7 @@ def test_example_agent_is_scored_by_the_service() -> None:
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_example_agent_exits_promptly_when_its_collector_refuses(sig: str) -> None:
-    """The flaky test's cause (issue 12, point 8): at exit the BatchSpanProcessor exports every queued
+    """The flaky test's cause: at exit the BatchSpanProcessor exports every queued
     batch, each retrying a refused endpoint for up to 10 s, so the agent outlived the test's 20 s.
     Pointed at a closed port, the agent must exit within its flush deadline after SIGINT or SIGTERM."""
     import os

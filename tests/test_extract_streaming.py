@@ -1,4 +1,4 @@
-"""Streaming offline reading (issue 11): OTLP/JSON read without protobuf, files of any size read
+"""Streaming offline reading: OTLP/JSON read without protobuf, files of any size read
 incrementally, runs yielded as traces complete, memory bounded by the traces open at once."""
 
 from __future__ import annotations
@@ -181,4 +181,4 @@ def test_hundreds_of_megabytes_under_a_capped_address_space(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr[-2000:]
     runs, calls, spans, malformed, peak_mb = map(int, out.stdout.split())
     assert (runs, calls, spans, malformed) == (traces, traces * 4, traces * 5, 0)
-    assert peak_mb < 400  # generous: the measured figure is in bench/ (issue 11)
+    assert peak_mb < 400  # generous: the measured figure is in bench/offline.py

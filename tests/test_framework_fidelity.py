@@ -1,4 +1,4 @@
-"""Fidelity on real frameworks (issue 12): names, requests, tools, arguments and runs as the user set
+"""Fidelity on real frameworks: names, requests, tools, arguments and runs as the user set
 them up, on spans made with the real OTel SDK in the shapes the recorded corpus shows
 (``tests/corpus/{smolagents,llama_index,crewai,mastra}/README.md``). The corpus files themselves are
 checked by ``tests/test_corpus.py``; these tests pin the rules on the cases a recording does not hold

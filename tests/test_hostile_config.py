@@ -1,10 +1,9 @@
 """Hostile configuration: files that are not text, never end or are huge; addresses that are not addresses.
 
-Issue 13, "Configuration": each case given explicitly (an argument, a flag, a config file) fails at
+Configuration: each case given explicitly (an argument, a flag, a config file) fails at
 once with one message naming the file or the key (exit 2 for the CLI), never a bare
 ``UnicodeDecodeError``, a hang, a memory blow-up or a traceback. Given by an environment variable, the
-same value is warned about (naming the variable) and ignored, as OpenTelemetry reads its variables
-(issue 14): the program starts.
+same value is warned about (naming the variable) and ignored, as OpenTelemetry reads its variables: the program starts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile judge endpoints and hostile run content (issue 13, "Judge").
+"""Hostile judge endpoints and hostile run content.
 
 Each case sends what was observed to break the judge and asserts the promise: an overall deadline per
 judgment that a trickling server cannot stretch (and that the circuit breaker sees), every failure a

@@ -1,4 +1,4 @@
-"""`otel-toolscore serve` under hostile clients (issue 13): every bound kept, nothing lost silently.
+"""`otel-toolscore serve` under hostile clients: every bound kept, nothing lost silently.
 
 Each test sends what a hostile test pass sent (bad lengths, trickling bodies, thousands of idle or
 simultaneous connections, hundreds of concurrent gRPC calls, malformed and oversized gRPC messages,

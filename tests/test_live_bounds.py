@@ -1,4 +1,4 @@
-"""Hostile sizes, shapes and timings against the live processor (issue 10, point 3).
+"""Hostile sizes, shapes and timings against the live processor.
 
 One test per bound, each sending what was observed to hurt a host process: a backtracking regex,
 100,000 tool calls in one message, a million-span trace, hundreds of thousands of open spans, a

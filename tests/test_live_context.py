@@ -1,4 +1,4 @@
-"""The application's word reaches its run whatever the root looks like at start (issue 10, point 1).
+"""The application's word reaches its run whatever the root looks like at start.
 
 Spans are made by the real SDK exactly as the frameworks make them: LangGraph under OpenInference
 (a root ``weather_agent`` that starts with no attributes, its kind set later), LlamaIndex

@@ -1,4 +1,4 @@
-"""Log records as the live SDK hands them (issue 10, point 2).
+"""Log records as the live SDK hands them.
 
 * The real ``opentelemetry-instrumentation-openai-v2`` (with ``opentelemetry-util-genai``) in
   ``event_only`` and ``span_and_event`` modes, in-process in a child (the instrumentation reads its

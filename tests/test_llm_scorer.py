@@ -1,4 +1,4 @@
-"""The LLM scorer against spec/scorers.md, over real HTTP to the local OpenAI-compatible server.
+"""The LLM scorer against docs/llm-scorer.md, over real HTTP to the local OpenAI-compatible server.
 
 The judge's verdicts are scripted (the server plays the judge); what is under test is everything
 around them: the prompt, the request, the fault handling, the pairing of verdicts with calls and
@@ -163,7 +163,7 @@ def test_a_no_call_verdict_in_mastras_shape_is_read(
     openai_server: OpenAITestServer, pseudo: str, appropriate: bool, expected: float
 ) -> None:
     """Mastra's prompt asks whether calling no tool was the right decision; real judges answer with one
-    evaluation of a pseudo tool. That is the verdict (issue 12, point 6), read with no corrective retry."""
+    evaluation of a pseudo tool. That is the verdict, read with no corrective retry."""
     verdict = {"toolCalled": pseudo, "wasAppropriate": appropriate, "reasoning": "the request was vague"}
     openai_server.enqueue(judge_answer([verdict], reason="no tool was needed" if appropriate else "should have searched"))
     run = create_agent_test_run(

@@ -1,4 +1,4 @@
-"""Parallel tool calls have one order (issue 12, point 3): the model's listing when its output is
+"""Parallel tool calls have one order: the model's listing when its output is
 visible, start time otherwise — never which thread started first.
 
 Real SDK spans: the model requests ``get_weather`` then ``get_time`` in one turn; the two tool spans

@@ -1,4 +1,4 @@
-"""Arize Phoenix as a real tracing backend (issue 4): what it shows of the processor's scores.
+"""Arize Phoenix as a real tracing backend: what it shows of the processor's scores.
 
 The processor exports over OTLP/HTTP to a real ``phoenix serve`` on 127.0.0.1 (own venv, see
 ``tests/tools/phoenix.py``); the test reads everything back through Phoenix's REST API. Findings pinned

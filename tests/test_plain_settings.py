@@ -1,4 +1,4 @@
-"""The settings, the expectations and the scorer's verdict are plain classes (issue 22, import): they
+"""The settings, the expectations and the scorer's verdict are plain classes (the import path): they
 keep the face they had as pydantic models — keyword construction, checks that name the key, frozen
 values, equality, ``model_fields`` / ``model_copy`` / ``model_fields_set`` — and pydantic loads only
 with the Mastra-shaped result, the data model, the judge or the command line."""

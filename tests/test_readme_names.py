@@ -1,5 +1,5 @@
 """The documentation's tables (README and docs/) name every setting, every instrument and every
-attribute the code writes, and the deprecated ones as such (issue 15: every fact that moved to docs/
+attribute the code writes, and the deprecated ones as such (every fact that moved to docs/
 is still there)."""
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def test_resolve_redactor_options() -> None:
     assert resolve_redactor([redact_emails, str.upper])(secret) == "[REDACTED_EMAIL]"
 
 
-# -- the two shapes that still reached the judge (issue 23) ------------------------------------------------------
+# -- the two shapes that still reached the judge ------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "leaked"),
     [

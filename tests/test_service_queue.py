@@ -1,4 +1,4 @@
-"""``serve --queue-dir``: accepted requests survive a SIGKILL (issue 23, item 9).
+"""``serve --queue-dir``: accepted requests survive a SIGKILL.
 
 Without it, a SIGKILL under load lost the traces of 5,636 of 16,900 accepted spans: their roots
 were held in memory for scoring. With it, a request is on disk before it is acknowledged and

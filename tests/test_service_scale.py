@@ -1,4 +1,4 @@
-"""The service at hostile sizes (issue 11): per-trace work O(spans), and a buffer estimate that
+"""The service at hostile sizes: per-trace work O(spans), and a buffer estimate that
 counts what a request really holds (resource and scope attributes included)."""
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def test_zero_code_under_opentelemetry_instrument(tmp_path: Path) -> None:
 
 def test_zero_code_typos_never_turn_scoring_off(tmp_path: Path) -> None:
     """Under the real ``opentelemetry-instrument`` hook, bad and misspelt variables are warned about on
-    stderr, each naming its variable, and the run is still scored (issue 14)."""
+    stderr, each naming its variable, and the run is still scored."""
     typos = {
         "OTEL_TOOLSCORE_MAX_PENDING_TRACES": "lots",  # not a number
         "OTEL_TOOLSCORE_MAX_CALLS_PER_RUN": "0",  # out of range

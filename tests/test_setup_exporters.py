@@ -1,6 +1,6 @@
 """``configure()`` and ``serve`` choose exporters from the standard variables, as the SDK's configurator does.
 
-One test per variable (issue 14): ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` /
+One test per variable: ``OTEL_TRACES_EXPORTER`` / ``OTEL_METRICS_EXPORTER`` /
 ``OTEL_LOGS_EXPORTER`` (``otlp``, ``console``, ``none``, comma lists, unknown names),
 ``OTEL_EXPORTER_OTLP_PROTOCOL`` and its per-signal forms, ``OTEL_EXPORTER_OTLP_ENDPOINT`` and its
 per-signal forms. The backends are real OTLP/HTTP and OTLP/gRPC servers on 127.0.0.1; every check is

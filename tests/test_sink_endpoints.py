@@ -1,4 +1,4 @@
-"""A typo in a sink URL never takes scoring down (issue 23, item 2).
+"""A typo in a sink URL never takes scoring down.
 
 ``OTEL_TOOLSCORE_PHOENIX_ENDPOINT=http://localhost:60o6`` (or ``http://[::1``) used to raise
 ``httpx.InvalidURL`` out of ``ToolScoreSpanProcessor()``, ``configure()`` and ``install()``, left

@@ -142,7 +142,7 @@ def test_code_scores_and_judgments_reach_the_sink(judge_server: OpenAITestServer
 
 
 def test_the_judge_carrier_span_carries_the_openinference_form(judge_server: OpenAITestServer) -> None:
-    """OpenInference spec/annotations.md, post-hoc feedback: a carrier span with exactly one link to
+    """OpenInference's post-hoc feedback form (docs/judging.md): a carrier span with exactly one link to
     the evaluated span, kind EVALUATOR, the result as annotations.0.annotation.*; the GenAI keys stay."""
     pipe = Pipe([], judge_url=judge_server.base_url)
     pipe.run(["search_web"], "Weather in Oslo?")

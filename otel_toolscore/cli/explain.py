@@ -1,7 +1,7 @@
 """Plain-word explanations of code scores: what an expectation asks, and why a run passed or failed.
 
 Used by ``otel-toolscore demo`` (and usable by any report): the words follow the scorer's rules in
-``spec/scorers.md`` — lenient order is a subsequence, strict order is the exact list, a run that
+``docs/code-scorer.md`` — lenient order is a subsequence, strict order is the exact list, a run that
 called no tool scores 0 in every mode.
 """
 

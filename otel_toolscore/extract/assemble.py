@@ -1,6 +1,6 @@
 """Facts of one trace → :class:`~otel_toolscore.model.AgentRun` s.
 
-Rules (issue 3, ``spec/scorers.md``), each grounded in a recorded corpus (``tests/corpus``):
+Rules (``docs/frameworks.md`` says which framework needs which), each grounded in a recorded corpus (``tests/corpus``):
 
 * **Runs.** A run is bounded by an agent span (``role == "agent"``). Facts that no agent span
   encloses go to a run bounded by their local root span when the trace has no agent span at all (a

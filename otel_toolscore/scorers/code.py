@@ -1,6 +1,6 @@
 """The deterministic tool-call-accuracy scorer (Mastra's ``createToolCallAccuracyScorerCode``).
 
-Rules: ``spec/scorers.md``. Every check is linear in the number of calls so it can run on the span
+Rules: ``docs/code-scorer.md``. Every check is linear in the number of calls so it can run on the span
 processor's hot path; the set modes and argument matching are opt-in and never change the defaults.
 
 Call order, as the scorer sees it (``AgentRun.tool_calls``, built by :mod:`otel_toolscore.extract`):

@@ -61,7 +61,7 @@ def openinference_annotation(
     metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``annotations.<i>.annotation.*`` at the first index the span does not use yet
-    (OpenInference ``spec/annotations.md``; ``metadata`` is written as a JSON object string)."""
+    (OpenInference's post-hoc feedback form, ``docs/judging.md``; ``metadata`` is written as a JSON object string)."""
     index = 0
     while f"{n.OI_ANNOTATION_PREFIX}.{index}.annotation.name" in existing:
         index += 1

@@ -336,7 +336,7 @@ def judge_span_attributes(
             cut_text(t, max_text_chars) for t in result.analyze_step_result.missing_tools[:max_evaluations]
         ]
         attrs[n.JUDGE_STRUCTURED_OUTPUT] = bool(result.usage.structured_output)
-        # OpenInference's post-hoc feedback form (spec/annotations.md): the carrier links exactly
+        # OpenInference's post-hoc feedback form (docs/judging.md): the carrier links exactly
         # one span, the evaluated one, and the result describes that span, not the carrier.
         metadata = {n.JUDGE_MODEL: model}
         if sampled_by:
