@@ -32,7 +32,7 @@ from otel_toolscore.model import AgentRun, ToolCall
 from otel_toolscore.scorers.llm import JudgeError
 from otel_toolscore.service.otlp_sender import HttpTraceSender
 from otel_toolscore.sinks import LangfuseSink, PhoenixSink, ScoreRecord, SinkDispatcher, SinkError
-from otel_toolscore.telemetry.http_refusals import http_refusal_counts
+from otel_toolscore.telemetry._http_refusals import http_refusal_counts
 from tests.support.hostile_http import Endless, HostileServer, Plain, Seen, Trickle
 from tests.support.openai_server import OpenAITestServer, echo_judge
 
@@ -188,7 +188,7 @@ def test_the_cap_is_a_setting_and_a_content_length_over_it_is_refused_unread(cli
 def test_the_cap_settings_come_from_the_environment() -> None:
     from otel_toolscore.judge import JudgeSettings
     from otel_toolscore.service.settings import ServiceSettings
-    from otel_toolscore.sinks.settings import sink_settings_from_env
+    from otel_toolscore.sinks._settings import sink_settings_from_env
 
     env = {"OTEL_TOOLSCORE_PHOENIX_MAX_RESPONSE_BYTES": "65536", "OTEL_TOOLSCORE_LANGFUSE_MAX_RESPONSE_BYTES": "70000",
            "OTEL_TOOLSCORE_JUDGE_MAX_RESPONSE_BYTES": "80000",

@@ -30,7 +30,7 @@ from otel_toolscore import (
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.settings import ConfigError
 from otel_toolscore.sinks import LangfuseSink, ScoreRecord, SinkError
-from otel_toolscore.sinks.langfuse import score_id
+from otel_toolscore.sinks._langfuse import score_id
 from tests.support.json_capture import Answer, JsonCaptureServer
 from tests.support.openai_server import OpenAITestServer, echo_judge
 

@@ -20,7 +20,7 @@ from otel_toolscore.run_records import CallRecord, RunRecord
 from otel_toolscore.scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
 from otel_toolscore.service.settings import ServiceConfig, ServiceSettings, load_config
 from otel_toolscore.settings import ConfigError, Settings
-from otel_toolscore.sinks.settings import LangfuseSinkSettings, PhoenixSinkSettings
+from otel_toolscore.sinks._settings import LangfuseSinkSettings, PhoenixSinkSettings
 from otel_toolscore.telemetry import RunRef
 
 SETTINGS_CLASSES: list[type[EnvSettings]] = [

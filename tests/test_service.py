@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolscore.expectations import Expectation
-from otel_toolscore.online.log_processor import ToolScoreLogRecordProcessor
+from otel_toolscore.online._log_processor import ToolScoreLogRecordProcessor
 from otel_toolscore.online.processor import ScoredRun, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import ScoringService, load_config

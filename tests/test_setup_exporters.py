@@ -20,7 +20,7 @@ import pytest
 
 from otel_toolscore import Expectation, configure
 from otel_toolscore.scripted import run_scripted_agent
-from otel_toolscore.telemetry.exporters import exporters_from_env, otlp_protocol
+from otel_toolscore.telemetry._exporters import exporters_from_env, otlp_protocol
 from tests.tools.otlp import Capture, capture_server, grpc_capture_server
 
 pytestmark = pytest.mark.timeout(120)

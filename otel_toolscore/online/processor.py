@@ -42,13 +42,13 @@ from ..expectations import Expectation
 from ..extract import ExtractOptions, SpanFacts
 from ..extract.records import LogRecordView, log_view_from_sdk
 from ..settings import Settings
-from ..sinks.base import ScoreSink
+from ..sinks._base import ScoreSink
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
     from ..judge import Judge
-    from ..sinks.dispatch import SinkDispatcher
+    from ..sinks._dispatch import SinkDispatcher
 
 __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # the longest explanation a record carries: one figure for every output (a judge's reason can be long)
 from ..telemetry import names as n
-from ..telemetry.attributes import MAX_EXPLANATION_CHARS, cut_text
+from ..telemetry._attributes import MAX_EXPLANATION_CHARS, cut_text
 from ..telemetry.names import ANNOTATION_IDENTIFIER, LABEL_PASS
 
 if TYPE_CHECKING:

@@ -37,13 +37,13 @@ from ..offline.report import DEFAULT_MAX_ROWS, Gate
 from ..offline.results import FileRunScore, summarise
 from ..offline.text import visible
 from ..settings import ConfigError
-from .arguments import HelpFormatter, epilog, positive_int, tool_order, unit_score
-from .extract_cmd import InputError, add_parse_limit_argument, finish, read_runs
-from .judge_options import add_judge_arguments, build_judge, judge_problem
-from .messages import say
-from .output import add_format_argument, chosen_format, write_csv, write_json, write_jsonl
-from .progress import Progress, add_progress_arguments
-from .settings_args import expectations, extract_options, offline_settings
+from ._arguments import HelpFormatter, epilog, positive_int, tool_order, unit_score
+from ._extract_cmd import InputError, add_parse_limit_argument, finish, read_runs
+from ._judge_options import add_judge_arguments, build_judge, judge_problem
+from ._messages import say
+from ._output import add_format_argument, chosen_format, write_csv, write_json, write_jsonl
+from ._progress import Progress, add_progress_arguments
+from ._settings_args import expectations, extract_options, offline_settings
 
 __all__ = ["add_parser", "score_runs"]
 

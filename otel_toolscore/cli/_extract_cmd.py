@@ -13,11 +13,11 @@ from ..model import AgentRun
 from ..offline.records import RecordBuilder, common_root, field_names
 from ..offline.text import visible
 from ..settings import ConfigError
-from .arguments import HelpFormatter, epilog, positive_int
-from .messages import say
-from .output import add_format_argument, chosen_format, write_csv, write_json, write_jsonl
-from .progress import Progress, add_progress_arguments
-from .settings_args import extract_options, offline_settings
+from ._arguments import HelpFormatter, epilog, positive_int
+from ._messages import say
+from ._output import add_format_argument, chosen_format, write_csv, write_json, write_jsonl
+from ._progress import Progress, add_progress_arguments
+from ._settings_args import extract_options, offline_settings
 
 __all__ = ["InputError", "add_parser", "bad_input", "finish", "print_report", "read_runs"]
 

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict
 
 from .._workers import QueueWorker
 from ..redact import redact
-from .base import ScoreSink
-from .record import ScoreRecord, score_record
+from ._base import ScoreSink
+from ._record import ScoreRecord, score_record
 
 if TYPE_CHECKING:
     from ..telemetry import RunRef

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..judge import Judge, JudgeSettings
-from .arguments import bounded_float, positive_int
-from .probe import shown_url, unreachable
+from ._arguments import bounded_float, positive_int
+from ._probe import shown_url, unreachable
 
 __all__ = ["add_judge_arguments", "build_judge", "judge_problem"]
 

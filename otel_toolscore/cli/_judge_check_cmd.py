@@ -19,10 +19,10 @@ import json
 from typing import Any
 
 from ..settings import ConfigError
-from .arguments import HelpFormatter, epilog, unit_score
-from .judge_options import add_judge_arguments, build_judge, judge_problem
-from .messages import say
-from .progress import Progress, add_progress_arguments
+from ._arguments import HelpFormatter, epilog, unit_score
+from ._judge_options import add_judge_arguments, build_judge, judge_problem
+from ._messages import say
+from ._progress import Progress, add_progress_arguments
 
 __all__ = ["add_parser"]
 

@@ -28,9 +28,9 @@ from ..http_limits import (
     retry_after_seconds,
     scrub_body,
 )
-from .base import ScoreSink
-from .record import ScoreRecord
-from .retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
+from ._base import ScoreSink
+from ._record import ScoreRecord
+from ._retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
 
 __all__ = ["DEFAULT_ENDPOINT", "PhoenixSink"]
 

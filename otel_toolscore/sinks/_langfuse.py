@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import http_limits
 from ..bounded_http import bounded_client
-from .base import ScoreSink
-from .record import ScoreRecord
-from .retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
+from ._base import ScoreSink
+from ._record import ScoreRecord
+from ._retry import RetryableError, SinkError, check_request_limits, http_failures, with_retries
 
 if TYPE_CHECKING:
     import httpx

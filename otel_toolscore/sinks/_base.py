@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .record import ScoreRecord  # a pydantic model: loaded when the first record is built
+    from ._record import ScoreRecord  # a pydantic model: loaded when the first record is built
 
 __all__ = ["ScoreSink"]
 

@@ -21,7 +21,7 @@ from ..http_limits import (
     mask_url,
 )
 from ..settings import ENV_PREFIX, SINKS_ENV, ConfigError, parse_sink_names
-from .base import ScoreSink
+from ._base import ScoreSink
 
 __all__ = [
     "LangfuseSinkSettings",
@@ -95,7 +95,7 @@ def sink_from_name(name: str, environ: Mapping[str, str] | None = None) -> Score
     env = os.environ if environ is None else environ
     settings = sink_settings_from_env(name, env)
     if isinstance(settings, PhoenixSinkSettings):
-        from .phoenix import DEFAULT_ENDPOINT, PhoenixSink
+        from ._phoenix import DEFAULT_ENDPOINT, PhoenixSink
 
         key = settings.api_key.get_secret_value() if settings.api_key is not None else env.get("PHOENIX_API_KEY")
         endpoint, source = _phoenix_endpoint(settings, env, DEFAULT_ENDPOINT)
@@ -109,7 +109,7 @@ def sink_from_name(name: str, environ: Mapping[str, str] | None = None) -> Score
             max_response_bytes=settings.max_response_bytes,
         )
     assert isinstance(settings, LangfuseSinkSettings)
-    from .langfuse import LangfuseSink
+    from ._langfuse import LangfuseSink
 
     return LangfuseSink(
         timeout_s=settings.timeout_ms / 1000,

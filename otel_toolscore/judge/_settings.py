@@ -23,7 +23,7 @@ from ..files import read_config_text
 from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
 from ..scorers.llm import ToolCallAccuracyLLMScorer, check_base_url, create_tool_call_accuracy_scorer_llm
 from ..settings import ENV_PREFIX
-from .sampler import JudgeSampler
+from ._sampler import JudgeSampler
 
 __all__ = ["JUDGE_ENV_PREFIX", "JudgeSettings", "load_tools_file", "sampler_from_settings", "scorer_from_settings"]
 

@@ -3,7 +3,7 @@
 Every outbound HTTP client of otel-toolscore (the score sinks, the LLM judge, the service's
 forwarding sender) refuses what would hurt the process — a response body over its size limit, a
 redirect to another origin, a request past its deadline — and counts it here. The counts are
-reported by an observable counter that every :class:`~otel_toolscore.telemetry.emitter.Emitter`
+reported by an observable counter that every :class:`~otel_toolscore.telemetry._emitter.Emitter`
 registers on its meter, read at collection time. The counts themselves are kept by
 :mod:`otel_toolscore.http_limits` (below the clients that count); this module only reports them.
 """

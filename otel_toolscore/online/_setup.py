@@ -18,8 +18,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-from ..telemetry.exporters import exporters_from_env
-from .log_processor import ToolScoreLogRecordProcessor
+from ..telemetry._exporters import exporters_from_env
+from ._log_processor import ToolScoreLogRecordProcessor
 from .processor import ToolScoreSpanProcessor
 
 __all__ = ["Installed", "configure", "install", "otlp_endpoint_configured"]

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .arguments import HelpFormatter, epilog
-from .probe import unreachable
+from ._arguments import HelpFormatter, epilog
+from ._probe import unreachable
 
 __all__ = ["add_parser", "unreachable_endpoints"]
 
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..core import ScoredRun
     from ..expectations import Expectation, expect
-    from ..online.setup import configure, otlp_endpoint_configured
+    from ..online._setup import configure, otlp_endpoint_configured
     from ..scripted import run_scripted_agent
 
     scored: list[ScoredRun] = []
@@ -236,7 +236,7 @@ def _expected(exp: Any) -> str | None:
 
 
 def _row(s: Any, rules: list[Any], telemetry: _Telemetry) -> dict[str, Any]:
-    from .explain import expectation_in_words, expectation_source, why_in_words
+    from ._explain import expectation_in_words, expectation_source, why_in_words
 
     exp = s.expectation
     result = s.result

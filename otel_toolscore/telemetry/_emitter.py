@@ -19,8 +19,8 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, T
 
 from .._version import __version__
 from . import names as n
-from .attributes import MAX_EXPLANATION_CHARS, cut_text, openinference_annotation
-from .http_refusals import observe_http_refusals
+from ._attributes import MAX_EXPLANATION_CHARS, cut_text, openinference_annotation
+from ._http_refusals import observe_http_refusals
 
 if TYPE_CHECKING:
     from ..scorers.llm import LLMScoreResult

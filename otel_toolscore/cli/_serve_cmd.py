@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from .._deadline import Deadline
-from .arguments import HelpFormatter, epilog, positive_int, tool_order
+from ._arguments import HelpFormatter, epilog, positive_int, tool_order
 
 __all__ = ["add_parser", "run"]
 
@@ -206,10 +206,10 @@ def _check_bindable(host: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..expectations import load_rules
-    from ..online.setup import otlp_endpoint_configured
+    from ..online._setup import otlp_endpoint_configured
     from ..service import ScoringService, load_config
     from ..settings import ConfigError
-    from ..sinks.settings import resolve_sinks
+    from ..sinks._settings import resolve_sinks
 
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
