@@ -440,7 +440,7 @@ def lean_run(
     them from). For such a trace the general rules about nesting, wrappers, handoffs, hosted runs,
     history, results and unknown tools are void, and the run is the tool spans' calls in the
     model's order. Anything else goes to :func:`single_run` and the general rules
-    (``tests/test_fast_lane.py`` checks this lane against them)."""
+    (``tests/extract/test_fast_lane.py`` checks this lane against them)."""
     if opts.capture_content:
         return None
     root: SpanFacts | None = None
@@ -661,7 +661,7 @@ def single_run(
     is void, and only :func:`_build` (shared) has work to do. Any fact outside those shapes — a
     second agent, a fact outside the agent or under a second top, a model span inside a model span,
     a nested graph root under a tool span, a parent cycle on the way, a local root between a fact
-    and the agent — returns ``None`` and the general rules run (``tests/test_fast_lane.py`` checks
+    and the agent — returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py`` checks
     both give the same runs).
     """
     for f in facts:
