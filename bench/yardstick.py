@@ -44,7 +44,7 @@ from .pipelines import (
 )
 from .workloads import WORKLOADS, measure
 
-#: The agent thread's target: at most this times the SDK alone (issue 10, kept).
+#: The agent thread's target: at most this times the SDK alone.
 TARGET_AGENT = 1.10
 
 #: Per workload, how the minimal processor finds a tool span and its name: (kind key, kind value,

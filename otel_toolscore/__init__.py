@@ -20,7 +20,7 @@ _LAZY: dict[str, str] = {
     "ToolCall": ".model",
     "ToolDefinition": ".model",
     "ToolInvocation": ".model",
-    "CodeScoreResult": ".scorers.code_result",
+    "CodeScoreResult": ".scorers._code_result",
     "ToolCallAccuracyCodeScorer": ".scorers.code",
     "create_tool_call_accuracy_scorer_code": ".scorers.code",
     "JudgeError": ".scorers.llm",
@@ -33,7 +33,7 @@ _LAZY: dict[str, str] = {
     "ExtractOptions": ".extract",
     "ExtractionReport": ".extract",
     "ToolScoreSpanProcessor": ".online.processor",
-    "ToolScoreLogRecordProcessor": ".online.log_processor",
+    "ToolScoreLogRecordProcessor": ".online._log_processor",
     "Expectation": ".expectations",
     "expect": ".expectations",
     "Judge": ".judge",
@@ -41,8 +41,8 @@ _LAZY: dict[str, str] = {
     "judge_from_env": ".judge",
     "JudgeSettings": ".judge",
     "JudgeSampler": ".judge",
-    "configure": ".online.setup",
-    "install": ".online.setup",
+    "configure": ".online._setup",
+    "install": ".online._setup",
 }
 
 if TYPE_CHECKING:
@@ -50,11 +50,11 @@ if TYPE_CHECKING:
     from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report, iter_runs
     from .judge import Judge, JudgeSampler, JudgeSettings, JudgeStats, judge_from_env
     from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
-    from .online.log_processor import ToolScoreLogRecordProcessor
+    from .online._log_processor import ToolScoreLogRecordProcessor
+    from .online._setup import configure, install
     from .online.processor import ToolScoreSpanProcessor
-    from .online.setup import configure, install
+    from .scorers._code_result import CodeScoreResult
     from .scorers.code import ToolCallAccuracyCodeScorer, create_tool_call_accuracy_scorer_code
-    from .scorers.code_result import CodeScoreResult
     from .scorers.llm import (
         JudgeError,
         LLMScoreResult,

@@ -17,11 +17,11 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from .arguments import HelpFormatter
-from .messages import PROG, command_messages
+from ._arguments import HelpFormatter
+from ._messages import PROG, command_messages
 
 # Sub-command modules, in the order ``--help`` lists them.
-_COMMANDS = ("extract_cmd", "score_cmd", "judge_check_cmd", "serve_cmd", "demo_cmd")
+_COMMANDS = ("_extract_cmd", "_score_cmd", "_judge_check_cmd", "_serve_cmd", "_demo_cmd")
 #: Commands that set up logging themselves (a service's log lines; the demo's captured exporters).
 _OWN_LOGGING = frozenset({"serve", "demo"})
 #: Commands that read many spans: the garbage collector is tuned for them (``tune_gc``).

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
     from ..judge import Judge
-    from ..sinks.base import ScoreSink
+    from ..sinks._base import ScoreSink
 
 __all__ = ["build_core", "core_expectations", "core_options"]
 

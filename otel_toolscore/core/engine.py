@@ -31,7 +31,7 @@ from ..run_records import RunRecord
 from ..scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
 from ..settings import Settings
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
-from ..telemetry.attributes import MAX_EXPLANATION_CHARS, cut_text
+from ..telemetry._attributes import MAX_EXPLANATION_CHARS, cut_text
 from .sources import SpanSource
 from .state import HeldRoot, StartContext, TraceState, TraceTable
 

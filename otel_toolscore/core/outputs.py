@@ -25,7 +25,7 @@ from opentelemetry import context as otel_context
 
 from .._scored import ScoredRun
 from ..settings import Settings
-from ..sinks.base import ScoreSink
+from ..sinks._base import ScoreSink
 from ..telemetry import Emitter, names
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from ..expectations import Expectation
     from ..judge import Judge
-    from ..sinks.dispatch import SinkDispatcher
+    from ..sinks._dispatch import SinkDispatcher
     from .engine import Release
 
 __all__ = ["Outputs", "only_queues"]
@@ -223,8 +223,8 @@ def _sink_dispatcher(
 ) -> SinkDispatcher | None:
     """The dispatcher of the sinks passed (strict) or named in the settings (a warning per bad one);
     :meth:`Outputs._emit_batch` and the judge hand it every evaluation with a score."""
-    from ..sinks.dispatch import SinkDispatcher
-    from ..sinks.settings import resolve_sinks
+    from ..sinks._dispatch import SinkDispatcher
+    from ..sinks._settings import resolve_sinks
 
     chosen = resolve_sinks(sinks, strict=True) if sinks is not None else resolve_sinks(settings.sinks, strict=False)
     if not chosen:

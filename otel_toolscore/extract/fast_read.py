@@ -5,7 +5,7 @@ reader claims. For those, running the seven convention readers over a :class:`~.
 built first is most of the cost of reading a span. :func:`read_live_span` reads such a span straight
 from the SDK object with one table lookup (``gen_ai.operation.name`` → role), defers its content
 (messages, tool definitions) to the same parsers, and gives *exactly* the facts
-:func:`~.readers.read_span` gives (``tests/test_fast_lane.py`` checks it on every shape the
+:func:`~.readers.read_span` gives (``tests/extract/test_fast_lane.py`` checks it on every shape the
 conventions know). Anything another reader could claim — another convention's keys, a framework
 scope or span name the other readers test, span events, a handoff — declines to the generic readers
 (``None``).
@@ -56,7 +56,7 @@ _OTHER_CONVENTION_KEYS = frozenset(
     }
 )
 #: Keys another reader (or a content parser) reacts to: their presence sends the span to the generic
-#: readers. Kept in step with :mod:`.readers` by ``tests/test_fast_lane.py``.
+#: readers. Kept in step with :mod:`.readers` by ``tests/extract/test_fast_lane.py``.
 _GENERIC_KEYS = _OTHER_CONVENTION_KEYS | {
     # a handoff call (framework call) of the GenAI reader
     "gen_ai.agent.handoff.target.name",
@@ -191,7 +191,7 @@ def read_live_span(
         and (role != "tool" or type(tool) is str)
     ):
         # The commonest span of all (no content, no error, a named tool): what the lines below
-        # give it, in one step. (tests/test_fast_lane.py holds both ways to read_span.)
+        # give it, in one step. (tests/extract/test_fast_lane.py holds both ways to read_span.)
         return _plain(span, a, role, name, start, end, scope_name, tool, ids, options)
     f = _new(SpanFacts)  # SpanFacts.new, inline: the other fields keep their class defaults
     f.trace_id, f.span_id, f.parent_span_id = ids

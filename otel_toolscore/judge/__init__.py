@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from ._budget import Reservation, RollingLimit, TokenBudget
     from ._judge import Judge, JudgeStats, judge_from_env
     from ._queue import JudgeAttempt
-    from .sampler import JudgeSampler, SequenceMemory, ratio_threshold, trace_id_in_ratio
-    from .settings import JUDGE_ENV_PREFIX, JudgeSettings, load_tools_file
+    from ._sampler import JudgeSampler, SequenceMemory, ratio_threshold, trace_id_in_ratio
+    from ._settings import JUDGE_ENV_PREFIX, JudgeSettings, load_tools_file
 
 __all__ = [
     "JUDGE_ENV_PREFIX",
@@ -46,20 +46,20 @@ __all__ = [
 
 # name -> module that defines it; loaded on first attribute access.
 _LAZY: dict[str, str] = {
-    "JUDGE_ENV_PREFIX": ".settings",
+    "JUDGE_ENV_PREFIX": "._settings",
     "Judge": "._judge",
     "JudgeAttempt": "._queue",
-    "JudgeSampler": ".sampler",
-    "JudgeSettings": ".settings",
+    "JudgeSampler": "._sampler",
+    "JudgeSettings": "._settings",
     "JudgeStats": "._judge",
     "Reservation": "._budget",
     "RollingLimit": "._budget",
-    "SequenceMemory": ".sampler",
+    "SequenceMemory": "._sampler",
     "TokenBudget": "._budget",
     "judge_from_env": "._judge",
-    "load_tools_file": ".settings",
-    "ratio_threshold": ".sampler",
-    "trace_id_in_ratio": ".sampler",
+    "load_tools_file": "._settings",
+    "ratio_threshold": "._sampler",
+    "trace_id_in_ratio": "._sampler",
 }
 
 

@@ -41,8 +41,8 @@ from ._budget import Reservation
 from ._circuit import Circuit
 from ._queue import JudgeAttempt, QueuedRun, RunQueue
 from ._report import EvaluationOut, write_judgment
-from .sampler import JudgeSampler
-from .settings import JudgeSettings, sampler_from_settings, scorer_from_settings
+from ._sampler import JudgeSampler
+from ._settings import JudgeSettings, sampler_from_settings, scorer_from_settings
 
 if TYPE_CHECKING:
     from .._scored import ScoredRun

@@ -15,13 +15,13 @@ from typing import Any, Protocol
 from opentelemetry import trace
 
 from ..telemetry import Emitter, RunRef, names
-from ..telemetry.emitter import judge_span_attributes, write_carrier_span
+from ..telemetry._emitter import judge_span_attributes, write_carrier_span
 from ._queue import JudgeAttempt, QueuedRun
 
 
 class EvaluationOut(Protocol):
     """Where a judgment with a score also goes: ``(ref, name, score, label, explanation, *attribute maps)``
-    (the score sinks' :meth:`~otel_toolscore.sinks.dispatch.SinkDispatcher.offer_evaluation`)."""
+    (the score sinks' :meth:`~otel_toolscore.sinks._dispatch.SinkDispatcher.offer_evaluation`)."""
 
     def __call__(
         self,

@@ -9,7 +9,7 @@ every span on to it. On the application's thread it only queues what happened:
   whatever they look like later.
 * ``on_end``: the span. Spans that may root a run (local roots, spans that look like an agent from
   a table of keys) are handed on by the worker — as a copy carrying the score when one is computed
-  (an ended span is immutable; see DESIGN.md); every other span is handed on at once.
+  (an ended span is immutable; see docs/architecture.md); every other span is handed on at once.
 
 One worker thread (:mod:`.live`) owns all per-trace state: it reads facts, assembles runs, resolves
 expectations, scores, and hands roots on. Events and metrics, and the ``on_scored`` callback, run on
@@ -42,13 +42,13 @@ from ..expectations import Expectation
 from ..extract import ExtractOptions, SpanFacts
 from ..extract.records import LogRecordView, log_view_from_sdk
 from ..settings import Settings
-from ..sinks.base import ScoreSink
+from ..sinks._base import ScoreSink
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
     from ..judge import Judge
-    from ..sinks.dispatch import SinkDispatcher
+    from ..sinks._dispatch import SinkDispatcher
 
 __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 

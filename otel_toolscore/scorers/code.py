@@ -1,6 +1,6 @@
 """The deterministic tool-call-accuracy scorer (Mastra's ``createToolCallAccuracyScorerCode``).
 
-Rules: ``spec/scorers.md``. Every check is linear in the number of calls so it can run on the span
+Rules: ``docs/code-scorer.md``. Every check is linear in the number of calls so it can run on the span
 processor's hot path; the set modes and argument matching are opt-in and never change the defaults.
 
 Call order, as the scorer sees it (``AgentRun.tool_calls``, built by :mod:`otel_toolscore.extract`):
@@ -22,7 +22,7 @@ from ._verdict import CodeVerdict, MatchMode
 
 if TYPE_CHECKING:
     from ..model import AgentRun, ToolCall
-    from .code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
+    from ._code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
 
 __all__ = [
     "ArgsMatch",
@@ -49,7 +49,7 @@ MASTRA_MESSAGES = "mastra-messages"
 # The result models (pydantic) load with the first result, not with the scorer: the span processor
 # imports this module and only ever asks for verdicts.
 __getattr__ = lazy_getattr(
-    __name__, dict.fromkeys(("CallMatch", "CodePreprocessResult", "CodeScoreResult", "ToolCallInfo"), ".code_result")
+    __name__, dict.fromkeys(("CallMatch", "CodePreprocessResult", "CodeScoreResult", "ToolCallInfo"), "._code_result")
 )
 
 
@@ -202,7 +202,7 @@ class ToolCallAccuracyCodeScorer:
 
     def result(self, run: AgentRun, verdict: CodeVerdict, *, explain: bool = True) -> CodeScoreResult:
         """The full, Mastra-shaped result of a :meth:`verdict` (its pydantic models load on the first call)."""
-        from .code_result import code_score_result
+        from ._code_result import code_score_result
 
         return code_score_result(self, run, verdict, explain=explain)
 

@@ -38,7 +38,7 @@ from ..core.otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
 from ..telemetry import names
-from ..telemetry.exporters import otlp_exporter, otlp_protocol
+from ..telemetry._exporters import otlp_exporter, otlp_protocol
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, TraceRequest, as_trace_request
 from .forward import ForwardQueue
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     from ..expectations import Expectation
-    from ..sinks.base import ScoreSink
+    from ..sinks._base import ScoreSink
 
 __all__ = ["IntakeResult", "ScoringService"]
 
