@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.protobuf.json_format import MessageToDict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -166,3 +167,44 @@ def extract_proto() -> bytes:
 
         _PROTO.append(ParseDict({"resourceSpans": _VALID["resourceSpans"]}, ExportTraceServiceRequest()).SerializeToString())
     return _PROTO[0]
+
+
+def _corpus_trace_files() -> list[Path]:
+    root = Path(__file__).parents[1] / "corpus"
+    return sorted(p for p in root.glob("**/*.traces.jsonl") if "node_modules" not in p.parts)
+
+
+def _dumps(runs: list[Any]) -> list[Any]:
+    return [r.model_dump() for r in runs]
+
+
+@pytest.mark.parametrize("capture", [True, False], ids=["content", "names-only"])
+def test_views_read_every_corpus_file_as_span_records_do(tmp_path: Path, capture: bool) -> None:
+    """Files are read through views of the decoded spans (OTLP/JSON dicts, lean protobuf messages)
+    by the table-driven lanes first; span records given one by one take the generic readers alone.
+    Both give the same runs and the same report counts, content kept or not."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from otel_toolscore.extract import ExtractOptions
+    from otel_toolscore.extract.otlp_json import span_records_from_json
+    from otel_toolscore.service.decode import _hex_ids_to_base64
+
+    options = ExtractOptions(capture_content=capture)
+    files = _corpus_trace_files()
+    assert len(files) > 30
+    for path in files:
+        docs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        records = [rec for doc in docs for rec in span_records_from_json(doc)]
+        want, want_report = extract_runs_with_report(records, options)
+        runs, report = extract_runs_with_report(path, options)
+        assert _dumps(runs) == _dumps(want), path
+        pb = b"".join(
+            json_format.ParseDict(_hex_ids_to_base64(doc), ExportTraceServiceRequest(), ignore_unknown_fields=True)
+            .SerializeToString() for doc in docs
+        )
+        assert _dumps(extract_runs(pb, options)) == _dumps(want), path
+        got, expected = report.sources[0], want_report.sources[0]
+        assert (got.spans_read, got.spans_with_facts, got.unknown_convention_spans, got.malformed) == (
+            expected.spans_read, expected.spans_with_facts, expected.unknown_convention_spans, expected.malformed,
+        ), path
