@@ -96,12 +96,10 @@ class Collector(Generic[R]):
         report.spans_read += 1
         if self.progress is not None and not report.spans_read & PROGRESS_EVERY:
             self.progress(report, False)
-        if type(item) is OtlpSpan:
-            trace_id, span_id, parent_id = ids = item.trace_hex, item.span_hex, item.parent_hex
+        if isinstance(item, OtlpSpan):
+            trace_id, span_id, parent_id = item.trace_hex, item.span_hex, item.parent_hex
         else:
-            assert isinstance(item, SpanRecord)
             trace_id, span_id, parent_id = item.trace_id, item.span_id, item.parent_span_id
-            ids = None
         if self.done and self._late(trace_id, report):
             return
         self._touch(trace_id, report)
@@ -109,7 +107,10 @@ class Collector(Generic[R]):
         if parent_id is None:
             self.rooted.add(trace_id)
         try:
-            f = read_span(item, self.options) if ids is None else read_view(item, self.options, ids)  # type: ignore[arg-type]
+            if isinstance(item, OtlpSpan):
+                f = read_view(item, self.options, (trace_id, span_id, parent_id))
+            else:
+                f = read_span(item, self.options)
         except Exception as exc:  # a reader must never stop the file
             name = item.name
             report.problem(f"span {span_id} ({name!r}): reader failed: {type(exc).__name__}: {exc}")

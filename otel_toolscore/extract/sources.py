@@ -15,6 +15,12 @@ facts are kept (content is truncated to :class:`ExtractOptions` limits as it is 
 it came for ``idle_records`` records. A single JSON document (not lines) is read whole, up to
 :data:`MAX_INPUT_BYTES`.
 
+Spans of files and bytes are read as the scoring service reads them, through views of the decoded
+spans (:mod:`.otlp_views`: a lean protobuf ``Span`` whose attributes are a key table, and the same
+view over OTLP/JSON), by the table-driven lanes first — no full record per span. The byte formats
+are in :mod:`._streams`, the grouping by trace in :mod:`._collect`; this module holds the public
+functions and the report models.
+
 Nothing raises out of :func:`extract_runs_with_report` / :func:`iter_runs`: undecodable input is
 counted and described in the :class:`ExtractionReport`, and the rest is read.
 """
