@@ -26,7 +26,7 @@ _counts: Counter[tuple[str, str]] = Counter()
 
 
 def count_http_refusal(client: str, reason: str) -> None:
-    """One answer of ``client`` (``phoenix``, ``langfuse``, ``judge``, ``forward``) refused for ``reason``."""
+    """One answer of ``client`` (``phoenix``, ``langfuse``, ``judge``, ``forward``, ``logs``) refused for ``reason``."""
     with _lock:
         _counts[(client, reason)] += 1
 
