@@ -47,7 +47,7 @@ llm-wheel: $(LLAMA_WHEEL)
 
 # The judge against a real LLM server (llama.cpp + SmolLM2-135M); needs `make llm-wheel` first.
 test-llm: $(STAMP)
-	$(PY) -m pytest -q -rA -p no:cacheprovider -m real_llm tests/test_llm_real.py
+	$(PY) -m pytest -q -rA -p no:cacheprovider -m real_llm tests/judge/test_llm_real.py
 
 # The sdist and wheel to install elsewhere (`pip install dist/otel_toolscore-*.whl`), built in an
 # isolated environment from the machine's configured package sources.

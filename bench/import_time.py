@@ -1,6 +1,6 @@
 """Import time of ``otel_toolscore`` vs ``opentelemetry.sdk.trace`` alone, in fresh interpreters.
 
-Two rows have targets (issue 22), each a ratio to ``import opentelemetry.sdk.trace`` measured in the
+Two rows have targets, each a ratio to ``import opentelemetry.sdk.trace`` measured in the
 same rounds:
 
 * ``from otel_toolscore import ToolScoreSpanProcessor`` ≤ 1.6x — what a user's set-up imports: the

@@ -7,7 +7,7 @@ score's attributes, event and metrics are all really written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +20,14 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
 
-__all__ = ["AGENT", "CALLS", "EXPECTATION", "Pipeline", "baseline_pipeline", "candidate_pipeline", "one_run"]
+__all__ = ["AGENT", "CALLS", "EXPECTATION", "Pipeline", "baseline_pipeline", "candidate_pipeline", "one_run", "root_copy",
+           "scoring_pipeline"]
 
 AGENT = "bench_agent"
 #: 5 tool spans per run (with the agent span and the chat span: 7 spans per run).
@@ -117,21 +118,47 @@ def baseline_pipeline() -> Pipeline:
 
 
 def candidate_pipeline(*, expectations: Sequence[Expectation] = (EXPECTATION,), **settings: Any) -> Pipeline:
+    def ours(downstream: SpanProcessor, mp: MeterProvider, lp: LoggerProvider) -> ToolScoreSpanProcessor:
+        return ToolScoreSpanProcessor(
+            downstream, expectations=list(expectations), meter_provider=mp, logger_provider=lp, **settings
+        )
+
+    return scoring_pipeline(ours)
+
+
+def scoring_pipeline(make: Callable[[SpanProcessor, MeterProvider, LoggerProvider], SpanProcessor]) -> Pipeline:
+    """The SDK + BatchSpanProcessor with the processor ``make(downstream, meter_provider,
+    logger_provider)`` builds in front, its providers real (periodic/batch processors over no-op
+    exporters) so that every score's attributes, record and metric points are really written."""
     exporter = NoopSpanExporter()
     logs = NoopLogExporter()
     lp = LoggerProvider()
     lp.add_log_record_processor(BatchLogRecordProcessor(logs))
     mp = MeterProvider(metric_readers=[PeriodicExportingMetricReader(NoopMetricExporter(), export_interval_millis=60_000)])
-    processor = ToolScoreSpanProcessor(
-        _bsp(exporter),
-        expectations=list(expectations),
-        meter_provider=mp,
-        logger_provider=lp,
-        **settings,
-    )
+    processor = make(_bsp(exporter), mp, lp)
     provider = TracerProvider()
     provider.add_span_processor(processor)
-    return Pipeline(provider, exporter, processor, mp, lp, logs)
+    ours = processor if isinstance(processor, ToolScoreSpanProcessor) else None
+    return Pipeline(provider, exporter, ours, mp, lp, logs)
+
+
+def root_copy(span: ReadableSpan, attributes: dict[str, Any]) -> ReadableSpan:
+    """An ended span again with ``attributes`` (an ended span is immutable): the scored root's copy
+    the bench's own processors (the yardstick, the lean design) hand on."""
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
 
 
 def _bsp(exporter: SpanExporter) -> BatchSpanProcessor:

@@ -46,6 +46,10 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("total verdict", "verdict_total"),
         ("worker µs", "worker_us_per_run"),
         ("emitter µs", "emitter_us_per_run"),
+        ("lean agent", "lean_ratio_agent"),
+        ("lean total", "lean_ratio_total"),
+        ("lean worker µs", "lean_worker_us_per_run"),
+        ("ours÷lean total", "gap_total"),
     ],
     "yardstick": [
         ("SDK agent µs", "baseline_agent_us_per_run"),

@@ -30,25 +30,21 @@ from typing import Any
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import NonRecordingSpan, set_span_in_context
 
 from .common import Result
 from .pipelines import (
-    NoopLogExporter,
-    NoopMetricExporter,
-    NoopSpanExporter,
     Pipeline,
-    _bsp,
     baseline_pipeline,
     candidate_pipeline,
+    root_copy,
+    scoring_pipeline,
 )
 from .workloads import WORKLOADS, measure
 
-#: The agent thread's target: at most this times the SDK alone (issue 10, kept).
+#: The agent thread's target: at most this times the SDK alone.
 TARGET_AGENT = 1.10
 
 #: Per workload, how the minimal processor finds a tool span and its name: (kind key, kind value,
@@ -103,20 +99,7 @@ class MinimalProcessor(SpanProcessor):
             attributes={"gen_ai.evaluation.name": "tool_call_accuracy", "gen_ai.evaluation.score.value": score},
         )
         self.histogram.record(score, {"gen_ai.evaluation.name": "tool_call_accuracy"})
-        return ReadableSpan(
-            name=span.name,
-            context=ctx,
-            parent=span.parent,
-            resource=span.resource,
-            attributes=copy,
-            events=span.events,
-            links=span.links,
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
+        return root_copy(span, copy)
 
     def shutdown(self) -> None:
         self.downstream.shutdown()
@@ -166,14 +149,7 @@ class MinimalWorkerProcessor(MinimalProcessor):
 
 def minimal_pipeline(cls: type[MinimalProcessor], workload: str = "genai7") -> Pipeline:
     """The SDK + BatchSpanProcessor with ``cls`` in front, for ``workload``'s convention."""
-    exporter = NoopSpanExporter()
-    logs = NoopLogExporter()
-    lp = LoggerProvider()
-    lp.add_log_record_processor(BatchLogRecordProcessor(logs))
-    mp = MeterProvider(metric_readers=[PeriodicExportingMetricReader(NoopMetricExporter(), export_interval_millis=60_000)])
-    provider = TracerProvider()
-    provider.add_span_processor(cls(_bsp(exporter), mp, lp, workload))
-    return Pipeline(provider, exporter, None, mp, lp, logs)
+    return scoring_pipeline(lambda downstream, mp, lp: cls(downstream, mp, lp, workload))
 
 
 def run(result: Result, *, quick: bool) -> None:

@@ -20,7 +20,7 @@ _LAZY: dict[str, str] = {
     "ToolCall": ".model",
     "ToolDefinition": ".model",
     "ToolInvocation": ".model",
-    "CodeScoreResult": ".scorers.code_result",
+    "CodeScoreResult": ".scorers._code_result",
     "ToolCallAccuracyCodeScorer": ".scorers.code",
     "create_tool_call_accuracy_scorer_code": ".scorers.code",
     "JudgeError": ".scorers.llm",
@@ -33,30 +33,28 @@ _LAZY: dict[str, str] = {
     "ExtractOptions": ".extract",
     "ExtractionReport": ".extract",
     "ToolScoreSpanProcessor": ".online.processor",
-    "ToolScoreLogRecordProcessor": ".online.log_processor",
-    "Expectation": ".online.expectations",
-    "expect": ".online.expectations",
-    "Judge": ".online.judge",
-    "JudgeStats": ".online.judge",
-    "judge_from_env": ".online.judge",
-    "JudgeSettings": ".online.judge_settings",
-    "JudgeSampler": ".online.sampler",
-    "configure": ".online.setup",
-    "install": ".online.setup",
+    "ToolScoreLogRecordProcessor": ".online._log_processor",
+    "Expectation": ".expectations",
+    "expect": ".expectations",
+    "Judge": ".judge",
+    "JudgeStats": ".judge",
+    "judge_from_env": ".judge",
+    "JudgeSettings": ".judge",
+    "JudgeSampler": ".judge",
+    "configure": ".online._setup",
+    "install": ".online._setup",
 }
 
 if TYPE_CHECKING:
+    from .expectations import Expectation, expect
     from .extract import ExtractionReport, ExtractOptions, extract_runs, extract_runs_with_report, iter_runs
+    from .judge import Judge, JudgeSampler, JudgeSettings, JudgeStats, judge_from_env
     from .model import AgentRun, Message, ToolCall, ToolDefinition, ToolInvocation
-    from .online.expectations import Expectation, expect
-    from .online.judge import Judge, JudgeStats, judge_from_env
-    from .online.judge_settings import JudgeSettings
-    from .online.log_processor import ToolScoreLogRecordProcessor
+    from .online._log_processor import ToolScoreLogRecordProcessor
+    from .online._setup import configure, install
     from .online.processor import ToolScoreSpanProcessor
-    from .online.sampler import JudgeSampler
-    from .online.setup import configure, install
+    from .scorers._code_result import CodeScoreResult
     from .scorers.code import ToolCallAccuracyCodeScorer, create_tool_call_accuracy_scorer_code
-    from .scorers.code_result import CodeScoreResult
     from .scorers.llm import (
         JudgeError,
         LLMScoreResult,

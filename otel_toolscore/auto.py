@@ -55,7 +55,7 @@ def post_instrument(*args: Any, **kwargs: Any) -> None:
                 "scored and nothing is exported"
             )
             return
-        from .online.setup import install
+        from .online._setup import install
 
         install()
     except Exception:  # a misconfiguration must not stop the instrumented application

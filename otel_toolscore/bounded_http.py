@@ -35,16 +35,15 @@ import contextvars
 import logging
 import os
 import threading
-import time
 import zlib
 from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import httpx
 
+from ._deadline import Deadline
 from .envconfig import ConfigError
-from .http_limits import DEFAULT_MAX_RESPONSE_BYTES, check_max_response_bytes, origin_of
-from .telemetry.http_refusals import count_http_refusal
+from .http_limits import DEFAULT_MAX_RESPONSE_BYTES, check_max_response_bytes, count_http_refusal, origin_of
 
 __all__ = [
     "BoundedAsyncTransport",
@@ -191,9 +190,9 @@ async def read_capped(response: httpx.Response, limit: int) -> bytes:
     return bytes(body.data)
 
 
-def read_capped_sync(response: httpx.Response, limit: int, *, client: str, deadline: float | None = None) -> bytes:
+def read_capped_sync(response: httpx.Response, limit: int, *, client: str, deadline: Deadline | None = None) -> bytes:
     """:func:`read_capped` for a streamed response of a synchronous client that is not ours (a
-    refusal is counted under ``client``; ``deadline``, monotonic, is checked between chunks: such a
+    refusal is counted under ``client``; ``deadline`` is checked between chunks: such a
     client's reads cannot be cancelled)."""
     try:
         if _announced_too_large(response.headers, limit):
@@ -202,7 +201,7 @@ def read_capped_sync(response: httpx.Response, limit: int, *, client: str, deadl
         body = _CappedBody(limit, response.headers.get("content-encoding", ""))
         for chunk in response.iter_raw():
             body.feed(chunk)
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and deadline.expired:
                 count_http_refusal(client, "deadline")
                 raise DeadlineExceeded("no complete answer within the request's deadline")
     except ResponseTooLarge:

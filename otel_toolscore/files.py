@@ -29,7 +29,7 @@ def read_config_text(
 ) -> str:
     """The text of the configuration file ``path`` (``what`` names its role in messages).
 
-    Raises ``error`` (e.g. :class:`~otel_toolscore.config.ConfigError`) with a message naming the
+    Raises ``error`` (e.g. :class:`~otel_toolscore.settings.ConfigError`) with a message naming the
     file when it cannot be opened, is not a regular file, holds more than ``max_bytes`` bytes, or is
     not UTF-8 text. A leading UTF-8 byte-order mark is dropped.
     """

@@ -8,7 +8,9 @@ use it without importing httpx; httpx is imported where a URL is parsed.
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections import Counter
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,8 @@ __all__ = [
     "MIN_RESPONSE_BYTES",
     "check_endpoint",
     "check_max_response_bytes",
+    "count_http_refusal",
+    "http_refusal_counts",
     "mask_url",
     "origin_of",
     "retry_after_seconds",
@@ -118,3 +122,20 @@ def scrub_body(text: str, limit: int = 300) -> str:
     if not out.isprintable():
         out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in out)
     return out
+
+
+# -- answers refused, counted process-wide (reported as toolscore.http.client.refused by telemetry) --
+_refusals_lock = threading.Lock()
+_refusals: Counter[tuple[str, str]] = Counter()
+
+
+def count_http_refusal(client: str, reason: str) -> None:
+    """One answer of ``client`` (``phoenix``, ``langfuse``, ``judge``, ``forward``, ``logs``) refused for ``reason``."""
+    with _refusals_lock:
+        _refusals[(client, reason)] += 1
+
+
+def http_refusal_counts() -> dict[tuple[str, str], int]:
+    """Every count so far, by (client, reason)."""
+    with _refusals_lock:
+        return dict(_refusals)

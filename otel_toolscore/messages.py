@@ -1,6 +1,6 @@
 """Reading Mastra / AI SDK chat messages into :class:`Message` and counted :class:`ToolCall` s.
 
-Which invocation states count as *called* is the rule of ``spec/scorers.md``: selected calls count
+Which invocation states count as *called* is the rule of ``docs/code-scorer.md``: selected calls count
 (including failed ones, kept with ``status="error"``); incomplete ones and nameless ones do not.
 """
 

@@ -18,7 +18,7 @@ __all__ = ["openai_env", "openai_server"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "phoenix: end-to-end test against a real Arize Phoenix server (tests/test_phoenix.py)")
+    config.addinivalue_line("markers", "phoenix: end-to-end test against a real Arize Phoenix server (tests/sinks/test_phoenix.py)")
     config.addinivalue_line(
         "markers",
         "real_llm: against a real LLM server (llama-cpp-python + SmolLM2-135M; `make llm-wheel`, then `make test-llm`)",

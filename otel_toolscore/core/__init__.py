@@ -11,10 +11,10 @@ The span processor (:mod:`otel_toolscore.online.processor`), the scoring service
 assembler (:mod:`otel_toolscore.extract`).
 """
 
+from .._scored import ScoredRun
 from .builder import build_core, core_expectations, core_options
 from .engine import END, HOLD, LOG, START, Core, Release
 from .outputs import Outputs
-from .scored import ScoredRun
 from .sources import SDK_SPANS, SpanSource, scored_copy
 from .state import StartContext
 

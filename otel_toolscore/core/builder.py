@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import Settings
+from ..expectations import Expectation, load_rules
 from ..extract import ExtractOptions
-from ..online.expectations import Expectation, load_rules
+from ..settings import Settings
 from .engine import Core
 from .outputs import Outputs
 from .sources import SpanSource
@@ -16,8 +16,8 @@ from .sources import SpanSource
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
-    from ..online.judge import Judge
-    from ..sinks.base import ScoreSink
+    from ..judge import Judge
+    from ..sinks._base import ScoreSink
 
 __all__ = ["build_core", "core_expectations", "core_options"]
 

@@ -22,15 +22,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..config import Settings
+from .._scored import ScoredRun
+from ..expectations import Expectation, expectation_from_attributes, resolve
 from ..extract import ExtractOptions, SpanFacts, read_log
 from ..extract.assemble import assemble_records
 from ..extract.frameworks import traces_every_tool_call
-from ..online.expectations import Expectation, expectation_from_attributes, resolve
 from ..run_records import RunRecord
 from ..scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
+from ..settings import Settings
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
-from .scored import ScoredRun
+from ..telemetry._attributes import MAX_EXPLANATION_CHARS, cut_text
 from .sources import SpanSource
 from .state import HeldRoot, StartContext, TraceState, TraceTable
 
@@ -95,6 +96,7 @@ class Core:
         self._max_known = settings.max_known_spans_per_trace
         self._max_facts = settings.max_spans_per_trace
         self._max_calls = settings.max_calls_per_run
+        self._max_name = settings.max_name_chars
         self._timeout = settings.trace_timeout_ms / 1000
         #: traces with a held root (what the sweep looks at besides timeouts)
         self._holding: dict[int, TraceState] = {}
@@ -320,6 +322,13 @@ class Core:
         trace_id, sid, _parent, _local = ids
         state = self.table.get(trace_id)
         if state is None:
+            # nothing of its trace reached the core either: a run when the root itself shows one
+            try:
+                facts = self.source.read(span, self.options)
+            except Exception:
+                facts = None
+            if facts is not None:
+                self.count_run("dropped", None)
             return
         state.open.discard(sid)
         opened = state.started.pop(sid, None)
@@ -573,12 +582,13 @@ class Core:
         except Exception:
             _log.debug("otel-toolscore could not match rules", exc_info=True)
             expectation = None
+        agent_name = self._bounded_name(run.agent_name)  # names from data reach metrics, events, sinks
         ref = RunRef(
-            trace_id=state.trace_id,
-            span_id=int(root_id, 16) if root_id else 0,
-            agent_name=run.agent_name,
-            conversation_id=run.conversation_id,
-            sampled=self.source.sampled(span) if span is not None else True,
+            state.trace_id,
+            int(root_id, 16) if root_id else 0,
+            agent_name,
+            self._bounded_name(run.conversation_id),
+            self.source.sampled(span) if span is not None else True,
         )
         verdict: CodeVerdict | None = None
         scorer: ToolCallAccuracyCodeScorer | None = None
@@ -604,7 +614,7 @@ class Core:
                 outcome = "error"
             if verdict is not None and span is not None and self.settings.span_attributes:
                 added = self._score_attributes(span_attrs, verdict)
-        self.count_run(outcome, run.agent_name)
+        self.count_run(outcome, agent_name)
         self._out.runs.append(ScoredRun(run, ref, outcome, verdict, expectation, scorer))
         return added
 
@@ -684,6 +694,13 @@ class Core:
                 return ctx.expectation
         return None
 
+    def _bounded_name(self, name: str | None) -> str | None:
+        """``name`` cut to ``max_name_chars`` (counted as ``name_too_long``)."""
+        if name is None or len(name) <= self._max_name:
+            return name
+        self.drop("name_too_long")
+        return cut_text(name, self._max_name)
+
     def _scorer(self, expectation: Expectation) -> ToolCallAccuracyCodeScorer:
         if self.settings.include_framework_calls:
             return expectation.scorer_with_framework_calls
@@ -693,15 +710,25 @@ class Core:
         """The attributes the root's span gains: ``toolscore.code.*`` and, unless turned off, an
         OpenInference annotation at the first index the span does not use."""
         s = self.settings
-        attrs = code_score_attributes(result, max_tools=s.max_attribute_tools, call_count=len(result.actual_tools))
+        limit = self._max_name
+        long_names = sum(1 for t in result.actual_tools[: s.max_attribute_tools] if len(t) > limit)
+        if long_names:
+            self.drop("name_too_long", long_names)
+        attrs = code_score_attributes(
+            result, max_tools=s.max_attribute_tools, call_count=len(result.actual_tools), max_name_chars=limit
+        )
         if s.openinference_annotations:
+            explanation = result.summary()
+            if len(explanation) > MAX_EXPLANATION_CHARS:
+                self.drop("explanation_too_long")
+                explanation = cut_text(explanation, MAX_EXPLANATION_CHARS)
             attrs.update(
                 openinference_annotation(
                     existing,
                     name=names.EVAL_CODE,
                     score=result.score,
                     label=result.label,
-                    explanation=result.summary(),
+                    explanation=explanation,
                     annotator_kind="CODE",
                 )
             )

@@ -18,22 +18,22 @@ from __future__ import annotations
 import logging
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 
-from ..config import Settings
-from ..sinks.base import ScoreSink
+from .._scored import ScoredRun
+from ..settings import Settings
+from ..sinks._base import ScoreSink
 from ..telemetry import Emitter, names
-from .scored import ScoredRun
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
-    from ..online.expectations import Expectation
-    from ..online.judge import Judge
-    from ..sinks.dispatch import SinkDispatcher
+    from ..expectations import Expectation
+    from ..judge import Judge
+    from ..sinks._dispatch import SinkDispatcher
     from .engine import Release
 
 __all__ = ["Outputs", "only_queues"]
@@ -63,7 +63,7 @@ class Outputs:
         on_scored: Any = None,
         sinks: Sequence[ScoreSink | str] | None = None,
     ) -> None:
-        from ..online.workers import QueueWorker
+        from .._workers import QueueWorker
 
         s = settings
         self.emitter = Emitter(
@@ -83,6 +83,13 @@ class Outputs:
         self.callbacks: QueueWorker | None = None
         if on_scored is not None:
             self.callbacks = QueueWorker("otel-toolscore-callback", self._callback_batch, s.callback_queue_size)
+
+    def bind_judge(self, before_flush: Callable[[], object] | None = None) -> None:
+        """Start the judge (if any) on these outputs: its events and metrics through the emitter, its
+        scores to the sinks. ``before_flush``: see :meth:`~otel_toolscore.judge.Judge.bind`."""
+        if self.judge is not None:
+            sinks = self.sinks
+            self.judge.bind(self.emitter, before_flush, on_evaluation=sinks.offer_evaluation if sinks else None)
 
     # -- a release ------------------------------------------------------------------------------------
     def deliver(self, release: Release, more_drops: Counter[str] | None = None) -> None:
@@ -131,6 +138,7 @@ class Outputs:
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
             emit = self.emitter.emit_evaluation
+            sinks = self.sinks
             for scored in batch:
                 result = scored.verdict
                 if result is None:
@@ -139,14 +147,19 @@ class Outputs:
                 metric_attrs: dict[str, Any] | None = None
                 if exp is not None and exp.expected_tool and (exp.has_criteria or exp.name == "default"):
                     metric_attrs = {names.ATTR_EXPECTED_TOOL: exp.expected_tool}  # from configuration only
+                explanation = result.summary()
                 emit(
                     scored.ref,
                     name=names.EVAL_CODE,
                     score=result.score,
                     label=result.label,
-                    explanation=result.summary(),
+                    explanation=explanation,
                     metric_attributes=metric_attrs,
                 )
+                if sinks is not None:
+                    sinks.offer_evaluation(
+                        scored.ref, names.EVAL_CODE, result.score, result.label, explanation, metric_attrs
+                    )
         finally:
             otel_context.detach(token)
 
@@ -186,7 +199,7 @@ def only_queues(logger_provider: Any) -> bool:
         from opentelemetry._logs import NoOpLoggerProvider
 
         if isinstance(logger_provider, NoOpLoggerProvider) or getattr(logger_provider, "only_queues", False) is True:
-            return True  # (a provider that says so: the service's encoded records, service/log_export.py)
+            return True  # a provider of our own says so with a class attribute: the core knows no adapter
         if "opentelemetry.sdk._logs" not in sys.modules:
             return False  # not the SDK's provider (and the SDK's logs need not load to tell)
         from opentelemetry.sdk._logs import LoggerProvider
@@ -198,22 +211,23 @@ def only_queues(logger_provider: Any) -> bool:
         processors = getattr(multi, "_log_record_processors", None)
         if not isinstance(processors, tuple):
             return False
-        from ..online.log_processor import ToolScoreLogRecordProcessor
-
-        return all(isinstance(p, (BatchLogRecordProcessor, ToolScoreLogRecordProcessor)) for p in processors)
+        # ours (the companion log processor) say so with a class attribute: the core knows no adapter
+        return all(
+            isinstance(p, BatchLogRecordProcessor) or getattr(p, "only_queues", False) is True for p in processors
+        )
     except Exception:  # an SDK whose layout we do not know: take the safe path
         return False
 
 
-def _sink_dispatcher(sinks: Sequence[ScoreSink | str] | None, settings: Settings, emitter: Emitter) -> SinkDispatcher | None:
+def _sink_dispatcher(
+    sinks: Sequence[ScoreSink | str] | None, settings: Settings, emitter: Emitter
+) -> SinkDispatcher | None:
     """The dispatcher of the sinks passed (strict) or named in the settings (a warning per bad one);
-    the emitter hands it every evaluation with a score."""
-    from ..sinks.dispatch import SinkDispatcher
-    from ..sinks.settings import resolve_sinks
+    :meth:`Outputs._emit_batch` and the judge hand it every evaluation with a score."""
+    from ..sinks._dispatch import SinkDispatcher
+    from ..sinks._settings import resolve_sinks
 
     chosen = resolve_sinks(sinks, strict=True) if sinks is not None else resolve_sinks(settings.sinks, strict=False)
     if not chosen:
         return None
-    dispatcher = SinkDispatcher(chosen, queue_size=settings.sink_queue_size, count_drop=emitter.count_drop)
-    emitter.on_score = dispatcher.offer
-    return dispatcher
+    return SinkDispatcher(chosen, queue_size=settings.sink_queue_size, count_drop=emitter.count_drop)

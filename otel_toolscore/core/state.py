@@ -5,7 +5,7 @@ the spans that carry any, the context captured where a run may start, and the ro
 descendants are still open. Span ids are the 16-hex-digit strings the extractor uses (converted once,
 when a span is first seen), so run assembly reads this state as it is. Every collection is bounded:
 the number of traces, and per trace the open spans, the spans known and the facts kept (the caps are
-:class:`~otel_toolscore.config.Settings` fields; what exceeds them is counted by the core).
+:class:`~otel_toolscore.settings.Settings` fields; what exceeds them is counted by the core).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..expectations import Expectation
     from ..extract import SpanFacts
-    from ..online.expectations import Expectation
 
 __all__ = ["HeldRoot", "StartContext", "TraceState", "TraceTable", "hex_id"]
 

@@ -1,6 +1,6 @@
 """Facts of one trace → :class:`~otel_toolscore.model.AgentRun` s.
 
-Rules (issue 3, ``spec/scorers.md``), each grounded in a recorded corpus (``tests/corpus``):
+Rules (``docs/frameworks.md`` says which framework needs which), each grounded in a recorded corpus (``tests/corpus``):
 
 * **Runs.** A run is bounded by an agent span (``role == "agent"``). Facts that no agent span
   encloses go to a run bounded by their local root span when the trace has no agent span at all (a
@@ -148,61 +148,34 @@ def needs_inputs(facts: Sequence[SpanFacts]) -> bool:
     return False
 
 
-def _assemble(
-    facts: Sequence[SpanFacts], parents: Mapping[str, str | None], stops: Container[str], opts: ExtractOptions
-) -> list[RunRecord]:
-    """The general rules (see the module docstring)."""
-    by_span: dict[str, list[SpanFacts]] = {}
-    for f in facts:
-        if not f.span_id:
-            continue
-        f.materialize(opts)
-        by_span.setdefault(f.span_id, []).append(f)
-    if not by_span:
-        return []
-    for fs in by_span.values():
-        for f in fs:
-            if f.call is not None and f.parent_span_id in by_span:
-                ctx = next((p.context_call for p in by_span[f.parent_span_id] if p.context_call), None)
-                if ctx is not None and ctx.name == f.call.name:
-                    f.call.call_id = f.call.call_id or ctx.call_id
-                    if opts.capture_content and isinstance(ctx.arguments, Mapping) and not isinstance(
-                        f.call.arguments, Mapping
-                    ):
-                        f.call.arguments = ctx.arguments
-    par = _parent_forest(parents, by_span, stops)
-    parent_of = par.get
+class _Trace:
+    """The indexes of one trace the general rules share: its facts by span, each span's role and
+    parent (a forest), and the memoised walks up that forest (each link followed once per pool of
+    roots: O(spans) per trace, however deep the chain)."""
 
-    def _role(fs: list[SpanFacts]) -> str:
-        for f in fs:
-            if not f.from_log:
-                return f.role
-        return "llm"
+    __slots__ = ("_chains", "_enclosing", "by_span", "parent_of", "role_by_span")
 
-    role_by_span = {s: _role(fs) for s, fs in by_span.items()}  # asked many times per span below
-    settle_workflow_steps(by_span, role_by_span, parent_of)
+    def __init__(self, by_span: dict[str, list[SpanFacts]], parent: dict[str, str | None]) -> None:
+        self.by_span = by_span
+        self.parent_of = parent.get
+        self.role_by_span = {s: _span_role(fs) for s, fs in by_span.items()}  # asked many times per span
+        self._chains: dict[int, dict[str, tuple[str | None, bool]]] = {}
+        self._enclosing: dict[str, tuple[str | None, str]] = {}
 
-    def role_of(span_id: str) -> str:
-        return role_by_span.get(span_id, "")
+    def role_of(self, span_id: str) -> str:
+        return self.role_by_span.get(span_id, "")
 
-    roots = {s for s in by_span if role_of(s) == "agent"}
-    # A nested graph's root under a tool span (LangGraph/openai-agents agent-as-tool via OpenInference)
-    for s, fs in by_span.items():
-        p = parent_of(s)
-        if role_of(s) == "other" and p is not None and role_of(p) == "tool" and any(
-            "openinference" in f.conventions for f in fs
-        ):
-            roots.add(s)
-    # Every walk up the tree below is memoised (each link followed once per pool): O(spans) per
-    # trace, however deep the chain.
-    chain_memo: dict[int, dict[str, tuple[str | None, bool]]] = {}
+    def explicit_name(self, span_id: str) -> str | None:
+        names = [f.agent_name for f in self.by_span.get(span_id, ()) if not f.from_log and f.agent_name]
+        return names[0] if names else None
 
-    def nearest_root(span_id: str, pool: set[str]) -> tuple[str | None, bool]:
+    def nearest_root(self, span_id: str, pool: set[str]) -> tuple[str | None, bool]:
         """(nearest enclosing root in ``pool``, whether a tool span lies between)."""
+        parent_of = self.parent_of
         start = parent_of(span_id)
         if start is None:
             return None, False
-        memo = chain_memo.setdefault(id(pool), {})
+        memo = self._chains.setdefault(id(pool), {})
         path: list[str] = []
         cur: str | None = start
         found: tuple[str | None, bool] = (None, False)
@@ -219,66 +192,25 @@ def _assemble(
             cur = parent_of(cur)
         root, through = found
         for node in reversed(path):  # a node's answer: what is above it, and whether it is a tool
-            through = through or role_of(node) == "tool"
+            through = through or self.role_of(node) == "tool"
             memo[node] = (root, through)
         return memo[start] if path else found
 
-    def explicit_name(span_id: str) -> str | None:
-        names = [f.agent_name for f in by_span.get(span_id, ()) if not f.from_log and f.agent_name]
-        return names[0] if names else None
+    def forget_walks(self, pool: set[str]) -> None:
+        """Walks memoised against ``pool`` before it changed."""
+        self._chains.pop(id(pool), None)
 
-    # Same agent twice in a row (OpenLLMetry: ``invoke_agent X`` → ``X.workflow``) is one run; an
-    # unnamed agent span that only wraps named ones (openai-agents' ``Agent workflow``) is none.
-    outer_of = {r: nearest_root(r, roots) for r in roots}
-    merged_into: dict[str, str] = {}
-    for r, (outer, through_tool) in outer_of.items():
-        name = explicit_name(r)
-        if outer is not None and not through_tool and name is not None and name == explicit_name(outer):
-            merged_into[r] = outer  # the same agent seen by two instrumentations/layers: one run
-    drop = set(merged_into)
-    kept = roots - drop
-    enclosing_roots = {nearest_root(r, kept)[0] for r in kept} - {None}
-    # roots that own a model call or a tool call themselves (not through a nested agent)
-    owners = {nearest_root(s, kept)[0] for s in by_span if s not in kept and role_of(s) in ("tool", "llm")}
-    for r in kept:
-        # A wrapper around agents is no agent: unnamed ("Agent workflow"), or a workflow span that
-        # owns no model/tool call itself. (Ownership is judged for workflows only: live, an outer
-        # agent's own spans may not have reached the assembler yet.)
-        workflow = any(f.workflow for f in by_span.get(r, ()))
-        if r in enclosing_roots and (explicit_name(r) is None or (workflow and r not in owners)):
-            drop.add(r)
-    roots -= drop
-    # tool spans that host a run with no agent span (CrewAI's coworker tools): calls and roots at once
-    hosts = hosting_tools(by_span, role_by_span, parent_of)
-    roots |= hosts
-    chain_memo.pop(id(roots), None)  # walks memoised against the set before it changed
-    # OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X`` span stays empty and its work sits in
-    # the sibling task span ``X`` (same parent); that task's subtree belongs to the agent's run.
-    adopted: dict[str, str] = {}
-    children: dict[str | None, list[str]] = {}
-    for s in by_span:
-        children.setdefault(parent_of(s), []).append(s)
-    owned = {nearest_root(s, roots)[0] for s in by_span if s not in roots and role_of(s) in ("tool", "llm")}
-    for r in roots:
-        name = explicit_name(r)
-        if name is None or r in owned:
-            continue
-        for sib in children.get(parent_of(r), ()):
-            if sib != r and any(f.entity_name == name for f in by_span[sib]):
-                adopted[sib] = r
-
-    enclosing_memo: dict[str, tuple[str | None, str]] = {}
-
-    def enclosing(span_id: str, include_self: bool) -> tuple[str | None, str]:
-        """(nearest run root, topmost ancestor reached)."""
-        start: str | None = span_id if include_self else parent_of(span_id)
+    def enclosing(self, roots: set[str], adopted: Mapping[str, str], span_id: str, include_self: bool) -> tuple[str | None, str]:
+        """(nearest run root, topmost ancestor reached); ``roots`` and ``adopted`` are final when first asked."""
+        start: str | None = span_id if include_self else self.parent_of(span_id)
         if start is None:
             return None, span_id
+        memo = self._enclosing
         path: list[str] = []
         cur: str | None = start
         found: tuple[str | None, str] | None = None
         while cur is not None:
-            known = enclosing_memo.get(cur)
+            known = memo.get(cur)
             if known is not None:
                 found = known
                 break
@@ -289,26 +221,147 @@ def _assemble(
                 found = (adopted[cur], adopted[cur])
                 break
             path.append(cur)
-            cur = parent_of(cur)
+            cur = self.parent_of(cur)
         if found is None:
             found = (None, path[-1])
         for node in path:
-            enclosing_memo[node] = found
+            memo[node] = found
         return found
 
-    def llm_group(span_id: str) -> str:
+    def llm_group(self, span_id: str) -> str:
         """A model span inside another model span is the same model call (ADK's call_llm →
         generate_content): both land in the outer span's group, whose first report of calls wins."""
-        parent = parent_of(span_id)
-        return parent if parent is not None and role_of(span_id) == "llm" and role_of(parent) == "llm" else span_id
+        parent = self.parent_of(span_id)
+        return parent if parent is not None and self.role_of(span_id) == "llm" and self.role_of(parent) == "llm" else span_id
 
+
+def _span_role(fs: list[SpanFacts]) -> str:
+    for f in fs:
+        if not f.from_log:
+            return f.role
+    return "llm"
+
+
+def _assemble(
+    facts: Sequence[SpanFacts], parents: Mapping[str, str | None], stops: Container[str], opts: ExtractOptions
+) -> list[RunRecord]:
+    """The general rules, one step per heading of the module docstring."""
+    trace = _index(facts, parents, stops, opts)
+    if trace is None:
+        return []
+    roots = _run_roots(trace)
+    merged_into = _not_runs(trace, roots)
+    hosts, adopted = _runs_without_their_span(trace, roots)
+    runs = _membership(trace, roots, merged_into, hosts, adopted)
+    return _calls_and_errors(trace, runs, roots, hosts, adopted, opts)
+
+
+def _index(
+    facts: Sequence[SpanFacts], parents: Mapping[str, str | None], stops: Container[str], opts: ExtractOptions
+) -> _Trace | None:
+    """The trace's facts by span (a tool span takes the call id and arguments its parent was given
+    for it), its forest of parents, and workflow steps settled; ``None`` for a trace without span facts."""
+    by_span: dict[str, list[SpanFacts]] = {}
+    for f in facts:
+        if not f.span_id:
+            continue
+        f.materialize(opts)
+        by_span.setdefault(f.span_id, []).append(f)
+    if not by_span:
+        return None
+    for fs in by_span.values():
+        for f in fs:
+            if f.call is not None and f.parent_span_id in by_span:
+                ctx = next((p.context_call for p in by_span[f.parent_span_id] if p.context_call), None)
+                if ctx is not None and ctx.name == f.call.name:
+                    f.call.call_id = f.call.call_id or ctx.call_id
+                    if opts.capture_content and isinstance(ctx.arguments, Mapping) and not isinstance(
+                        f.call.arguments, Mapping
+                    ):
+                        f.call.arguments = ctx.arguments
+    trace = _Trace(by_span, _parent_forest(parents, by_span, stops))
+    settle_workflow_steps(by_span, trace.role_by_span, trace.parent_of)
+    return trace
+
+
+def _run_roots(trace: _Trace) -> set[str]:
+    """**Runs.** Agent spans, and a nested graph's root under a tool span (LangGraph/openai-agents
+    agent-as-tool via OpenInference)."""
+    role_of, parent_of = trace.role_of, trace.parent_of
+    roots = {s for s in trace.by_span if role_of(s) == "agent"}
+    for s, fs in trace.by_span.items():
+        p = parent_of(s)
+        if role_of(s) == "other" and p is not None and role_of(p) == "tool" and any(
+            "openinference" in f.conventions for f in fs
+        ):
+            roots.add(s)
+    return roots
+
+
+def _not_runs(trace: _Trace, roots: set[str]) -> dict[str, str]:
+    """**Not runs.** Removes from ``roots`` the same agent seen twice in a row (OpenLLMetry:
+    ``invoke_agent X`` → ``X.workflow``) and wrappers around agents (openai-agents' unnamed ``Agent
+    workflow``); returns the merged ones (span → the run it is part of)."""
+    nearest_root, explicit_name, role_of = trace.nearest_root, trace.explicit_name, trace.role_of
+    outer_of = {r: nearest_root(r, roots) for r in roots}
+    merged_into: dict[str, str] = {}
+    for r, (outer, through_tool) in outer_of.items():
+        name = explicit_name(r)
+        if outer is not None and not through_tool and name is not None and name == explicit_name(outer):
+            merged_into[r] = outer  # the same agent seen by two instrumentations/layers: one run
+    drop = set(merged_into)
+    kept = roots - drop
+    enclosing_roots = {nearest_root(r, kept)[0] for r in kept} - {None}
+    # roots that own a model call or a tool call themselves (not through a nested agent)
+    owners = {nearest_root(s, kept)[0] for s in trace.by_span if s not in kept and role_of(s) in ("tool", "llm")}
+    for r in kept:
+        # A wrapper around agents is no agent: unnamed ("Agent workflow"), or a workflow span that
+        # owns no model/tool call itself. (Ownership is judged for workflows only: live, an outer
+        # agent's own spans may not have reached the assembler yet.)
+        workflow = any(f.workflow for f in trace.by_span.get(r, ()))
+        if r in enclosing_roots and (explicit_name(r) is None or (workflow and r not in owners)):
+            drop.add(r)
+    roots -= drop
+    return merged_into
+
+
+def _runs_without_their_span(trace: _Trace, roots: set[str]) -> tuple[set[str], dict[str, str]]:
+    """**Runs and calls without their usual span.** Adds to ``roots`` the tool spans that host a run
+    with no agent span (CrewAI's coworker tools: calls and roots at once); returns them, and the task
+    spans an empty agent span adopts (OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X``
+    span stays empty and its work sits in the sibling task span ``X``)."""
+    by_span, role_of, parent_of = trace.by_span, trace.role_of, trace.parent_of
+    hosts = hosting_tools(by_span, trace.role_by_span, parent_of)
+    roots |= hosts
+    trace.forget_walks(roots)
+    adopted: dict[str, str] = {}
+    children: dict[str | None, list[str]] = {}
+    for s in by_span:
+        children.setdefault(parent_of(s), []).append(s)
+    owned = {trace.nearest_root(s, roots)[0] for s in by_span if s not in roots and role_of(s) in ("tool", "llm")}
+    for r in roots:
+        name = trace.explicit_name(r)
+        if name is None or r in owned:
+            continue
+        for sib in children.get(parent_of(r), ()):
+            if sib != r and any(f.entity_name == name for f in by_span[sib]):
+                adopted[sib] = r
+    return hosts, adopted
+
+
+def _membership(
+    trace: _Trace, roots: set[str], merged_into: Mapping[str, str], hosts: set[str], adopted: Mapping[str, str]
+) -> dict[str, RunFacts]:
+    """**Membership.** Each span's facts go to the nearest enclosing run; facts no run encloses make
+    a run of their local root when they hold calls (or when the trace has no agent span at all)."""
+    role_of, llm_group = trace.role_of, trace.llm_group
     runs: dict[str, RunFacts] = {r: RunFacts(r) for r in roots}
     orphans: dict[str, list[tuple[str, list[SpanFacts]]]] = {}
-    for span_id, fs in by_span.items():
-        host = hosted_root(fs, by_span, parent_of) if span_id in hosts else None
+    for span_id, fs in trace.by_span.items():
+        host = hosted_root(fs, trace.by_span, trace.parent_of) if span_id in hosts else None
         if host is not None:
             runs[span_id].agent_facts.append(host)  # the hosted run's root; the span is a call outside it
-        root, top = enclosing(span_id, include_self=host is None)
+        root, top = trace.enclosing(roots, adopted, span_id, include_self=host is None)
         if root is None:
             orphans.setdefault(top, []).append((span_id, fs))
             continue
@@ -321,6 +374,24 @@ def _assemble(
         run = runs.setdefault(top, RunFacts(top))
         for span_id, fs in groups:
             _place(run, span_id, fs, role_of(span_id), group=llm_group(span_id))
+    return runs
+
+
+def _calls_and_errors(
+    trace: _Trace,
+    runs: dict[str, RunFacts],
+    roots: set[str],
+    hosts: set[str],
+    adopted: Mapping[str, str],
+    opts: ExtractOptions,
+) -> list[RunRecord]:
+    """**Calls** and **Errors**, run by run (:func:`_build`), in start order; then handed-off-to agents
+    become children of the agent that handed off, and requested calls answered by a nested run take
+    that run's status."""
+    by_span = trace.by_span
+
+    def enclosing(span_id: str, include_self: bool) -> tuple[str | None, str]:
+        return trace.enclosing(roots, adopted, span_id, include_self)
 
     out: list[tuple[int, RunRecord]] = []
     handoffs: list[tuple[str | None, str | None, str | None, int]] = []  # (source run, from, to, time)
@@ -369,7 +440,7 @@ def lean_run(
     them from). For such a trace the general rules about nesting, wrappers, handoffs, hosted runs,
     history, results and unknown tools are void, and the run is the tool spans' calls in the
     model's order. Anything else goes to :func:`single_run` and the general rules
-    (``tests/test_fast_lane.py`` checks this lane against them)."""
+    (``tests/extract/test_fast_lane.py`` checks this lane against them)."""
     if opts.capture_content:
         return None
     root: SpanFacts | None = None
@@ -590,7 +661,7 @@ def single_run(
     is void, and only :func:`_build` (shared) has work to do. Any fact outside those shapes — a
     second agent, a fact outside the agent or under a second top, a model span inside a model span,
     a nested graph root under a tool span, a parent cycle on the way, a local root between a fact
-    and the agent — returns ``None`` and the general rules run (``tests/test_fast_lane.py`` checks
+    and the agent — returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py`` checks
     both give the same runs).
     """
     for f in facts:

@@ -15,6 +15,7 @@ from ..run_records import ToolRecord
 from .facts import INPUT_PARSERS, KEYED_PARSERS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
 from .values import (
     _NOT_A_REQUEST,
+    _NOT_MAPS,
     REDACTION_MARKERS,
     Bad,
     ParsedMessages,
@@ -147,7 +148,7 @@ def _definition(facts: SpanFacts, item: Any, opts: ExtractOptions) -> ToolRecord
         if isinstance(parsed, str):
             return ToolRecord(item) if item else None
         item = parsed
-    if not isinstance(item, Mapping):
+    if not (type(item) is dict or (type(item) not in _NOT_MAPS and isinstance(item, Mapping))):
         return None
     if isinstance(item.get("function"), Mapping):  # OpenAI {"type":"function","function":{...}}
         item = item["function"]
@@ -173,7 +174,7 @@ def _add_definitions(facts: SpanFacts, items: Iterable[Any], opts: ExtractOption
 def tool_definitions(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """``gen_ai.tool.definitions``: objects, OpenAI functions, or Mastra's list of names; JSON or not."""
     data = _json(facts, value, "gen_ai.tool.definitions") if isinstance(value, str) else value
-    if isinstance(data, Mapping):
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))):
         data = [data]
     if isinstance(data, (list, tuple)):
         _add_definitions(facts, data, opts)
@@ -185,22 +186,22 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     name, body = value
     if isinstance(body, str):
         body = maybe_json(body)  # its length was checked with the event's (materialize)
-    if isinstance(body, Mapping):  # span-event attributes carry nested values as JSON strings
+    if (type(body) is dict or (type(body) not in _NOT_MAPS and isinstance(body, Mapping))):  # span-event attributes carry nested values as JSON strings
         body = {k: facts.json_text(v, opts, f"{name} {k}") if k in ("message", "content", "tool_calls") else v
                 for k, v in body.items()}
     if name == "gen_ai.choice":
-        if isinstance(body, Mapping) and isinstance(body.get("message"), Mapping) and "role" not in body["message"]:
+        if (type(body) is dict or (type(body) not in _NOT_MAPS and isinstance(body, Mapping))) and isinstance(body.get("message"), Mapping) and "role" not in body["message"]:
             body = {**body, "message": {"role": "assistant", **body["message"]}}
-        if isinstance(body, Mapping) and isinstance(body.get("message"), list):  # content blocks (Strands)
+        if (type(body) is dict or (type(body) not in _NOT_MAPS and isinstance(body, Mapping))) and isinstance(body.get("message"), list):  # content blocks (Strands)
             body = {"message": {"role": "assistant", "content": body["message"]}}
-        elif isinstance(body, Mapping) and "message" not in body and ("tool_calls" in body or "content" in body):
+        elif (type(body) is dict or (type(body) not in _NOT_MAPS and isinstance(body, Mapping))) and "message" not in body and ("tool_calls" in body or "content" in body):
             body = {"message": {"role": "assistant", **body}}
-        elif isinstance(body, Mapping) and isinstance(body.get("message"), Mapping) and body.get("tool_calls"):
+        elif (type(body) is dict or (type(body) not in _NOT_MAPS and isinstance(body, Mapping))) and isinstance(body.get("message"), Mapping) and body.get("tool_calls"):
             # OpenLLMetry puts tool_calls beside the message, not inside it
             body = {"message": {"role": "assistant", **body["message"], "tool_calls": body["tool_calls"]}}
         _absorb_output(facts, parse_messages(body, opts.max_calls_per_run), opts, fallback=False)
         return
-    if not isinstance(body, Mapping):
+    if not (type(body) is dict or (type(body) not in _NOT_MAPS and isinstance(body, Mapping))):
         body = {"content": body} if isinstance(body, str) else {}
     role = {"gen_ai.user.message": "user", "gen_ai.system.message": "system", "gen_ai.tool.message": "tool"}.get(
         name, "assistant"
@@ -420,7 +421,7 @@ def openinference_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: Extr
     fc = plain(get("llm.function_call"))
     if fc and not facts.requested and not outputs:
         data = None if facts.too_long(fc, opts, "llm.function_call") else _json(facts, fc, "llm.function_call")
-        if isinstance(data, Mapping) and data.get("name"):
+        if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))) and data.get("name"):
             _absorb_output(facts, parse_messages({"role": "assistant", "tool_calls": [{"function": data}]}, opts.max_calls_per_run), opts, fallback=False)
 
 
@@ -460,7 +461,7 @@ def _io_text(value: Any, role: str) -> str | None:
     texts = pm.user_texts if role == "user" else pm.assistant_texts
     if texts:
         return texts[-1]
-    if isinstance(data, Mapping):
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))):
         for key in ("input", "query", "question", "prompt", "message", "user_input", "output", "answer", "result"):
             inner = data.get(key)
             if isinstance(inner, str) and inner:
@@ -513,7 +514,7 @@ def traceloop_indexed(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractO
             content = facts.json_text(fields.get("content"), opts, "gen_ai.prompt/completion content")
             msg: dict[str, Any] = {"role": fields.get("role"), "content": content}
             if isinstance(msg["content"], (Mapping,)) or (
-                isinstance(msg["content"], list) and not all(isinstance(p, Mapping) for p in msg["content"])
+                isinstance(msg["content"], list) and not all((type(p) is dict or (type(p) not in _NOT_MAPS and isinstance(p, Mapping))) for p in msg["content"])
             ):
                 msg["content"] = fields.get("content")
             if calls:
@@ -538,15 +539,15 @@ def traceloop_args(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """``traceloop.entity.input`` = ``{"args": [...], "kwargs": {...}}``: keyword arguments when
     there are no positional ones; a LangChain ``{"inputs": ...}`` wrapper is unwrapped."""
     data = maybe_json(value)
-    if isinstance(data, Mapping):
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))):
         args, kwargs = data.get("args"), data.get("kwargs")
         if "inputs" in data and args is None:
             data = maybe_json(data["inputs"])
-        elif isinstance(kwargs, Mapping) and not args:
+        elif (type(kwargs) is dict or (type(kwargs) not in _NOT_MAPS and isinstance(kwargs, Mapping))) and not args:
             data = dict(kwargs)
         elif isinstance(args, list) and len(args) == 1 and not kwargs:
             data = args[0]
-    if isinstance(data, Mapping) and set(data) == {"input_str"}:
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))) and set(data) == {"input_str"}:
         data = maybe_json(data["input_str"])
     facts.raw_arguments = data
 
@@ -556,7 +557,7 @@ def vercel_prompt(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """Root ``ai.prompt``: ``{"system", "prompt": text}`` or ``{"system", "messages": [...]}``;
     doGenerate ``ai.prompt.messages``: the message list (history)."""
     data = _json(facts, value, "ai.prompt")
-    if isinstance(data, Mapping) and isinstance(data.get("prompt"), str):
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))) and isinstance(data.get("prompt"), str):
         if facts.user_query is None:
             facts.user_query = data["prompt"]
         return
@@ -575,7 +576,7 @@ def vercel_prompt_tools(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
 def vercel_response_toolcalls(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "ai.response.toolCalls")
     if isinstance(data, list):
-        entries = [{**e, "type": "tool_call"} for e in data if isinstance(e, Mapping)]
+        entries = [{**e, "type": "tool_call"} for e in data if (type(e) is dict or (type(e) not in _NOT_MAPS and isinstance(e, Mapping)))]
         _absorb_output(
             facts, parse_messages({"role": "assistant", "parts": entries}, opts.max_calls_per_run), opts, fallback=facts.role == "agent"
         )
@@ -607,14 +608,14 @@ def pydantic_all_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) ->
 # -- Google ADK --------------------------------------------------------------------------------------
 def adk_llm_request(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gcp.vertex.agent.llm_request")
-    if not isinstance(data, Mapping):
+    if not (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))):
         return
     _absorb_history(facts, parse_messages(data, opts.max_calls_per_run), opts)
     config = data.get("config")
-    if isinstance(config, Mapping) and isinstance(config.get("tools"), list):
+    if (type(config) is dict or (type(config) not in _NOT_MAPS and isinstance(config, Mapping))) and isinstance(config.get("tools"), list):
         decls: list[Any] = []
         for tool in config["tools"]:
-            if isinstance(tool, Mapping):
+            if (type(tool) is dict or (type(tool) not in _NOT_MAPS and isinstance(tool, Mapping))):
                 fds = tool.get("function_declarations") or tool.get("functionDeclarations") or ()
                 decls.extend(fds if isinstance(fds, list) else ())
         _add_definitions(facts, decls, opts)
@@ -622,7 +623,7 @@ def adk_llm_request(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
 
 def adk_llm_response(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gcp.vertex.agent.llm_response")
-    if isinstance(data, Mapping):
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))):
         _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=False)
 
 
@@ -631,8 +632,8 @@ def mastra_step_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> No
     """``mastra.model_step.output`` = ``{"text", "toolCalls": [{toolCallId, toolName, args}]}``: one
     model step's requested calls (Mastra's ``chat`` spans carry none)."""
     data = _json(facts, value, "mastra.model_step.output")
-    if isinstance(data, Mapping):
-        calls = [c for c in data.get("toolCalls") or () if isinstance(c, Mapping)]
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))):
+        calls = [c for c in data.get("toolCalls") or () if (type(c) is dict or (type(c) not in _NOT_MAPS and isinstance(c, Mapping)))]
         text = data.get("text") if isinstance(data.get("text"), str) else ""
         _absorb_output(facts, parse_messages({"role": "assistant", "content": text, "tool_calls": calls}, opts.max_calls_per_run), opts,
                        fallback=False)
@@ -641,7 +642,7 @@ def mastra_step_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> No
 def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """``mastra.agent_run.output`` = ``{"text": <answer>, "files": []}``."""
     data = maybe_json(value)
-    if isinstance(data, Mapping) and isinstance(data.get("text"), str) and data["text"]:
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))) and isinstance(data.get("text"), str) and data["text"]:
         facts.final_output = facts.final_output or data["text"]
     elif isinstance(data, str) and data:
         facts.final_output = facts.final_output or data
@@ -655,6 +656,8 @@ KEYED_PARSERS.add(openinference_outputs)
 def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """An LLM span's ``output.value`` (the raw response JSON): fills arguments the flattened
     ``llm.output_messages.*`` keys left out (openai-agents drops ``{}``), or the calls themselves."""
+    if facts.requested and not opts.capture_content:
+        return  # the calls are known and no arguments are kept: nothing to read here
     data = maybe_json(value)
     if not isinstance(data, (Mapping, list)):
         return
@@ -676,10 +679,10 @@ def langgraph_tool_context(facts: SpanFacts, value: Any, opts: ExtractOptions) -
     id}}`` (OpenLLMetry wraps it in ``{"inputs": …}``): the call its child tool span executes (neither
     instrumentation's tool spans carry a call id attribute)."""
     data = maybe_json(value)
-    if isinstance(data, Mapping) and isinstance(data.get("inputs"), Mapping):
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))) and isinstance(data.get("inputs"), Mapping):
         data = data["inputs"]
-    call = data.get("tool_call") if isinstance(data, Mapping) else None
-    if isinstance(call, Mapping) and call.get("name"):
+    call = data.get("tool_call") if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))) else None
+    if (type(call) is dict or (type(call) not in _NOT_MAPS and isinstance(call, Mapping))) and call.get("name"):
         args = call.get("args") if opts.capture_content else None
         facts.context_call = RawCall(str(call["name"]), clean_id(call.get("id")), args)
 
@@ -692,9 +695,9 @@ def langchain_tool_message_id(facts: SpanFacts, value: Any, opts: ExtractOptions
     if facts.call_id is not None:
         return
     data = maybe_json(value)
-    if isinstance(data, Mapping) and isinstance(data.get("output"), Mapping):
+    if (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))) and isinstance(data.get("output"), Mapping):
         data = data["output"]
-    if not isinstance(data, Mapping):
+    if not (type(data) is dict or (type(data) not in _NOT_MAPS and isinstance(data, Mapping))):
         return
     if data.get("lc") == 1 and isinstance(data.get("id"), list) and data["id"][-1:] == ["ToolMessage"]:
         fields = data.get("kwargs")
@@ -702,5 +705,5 @@ def langchain_tool_message_id(facts: SpanFacts, value: Any, opts: ExtractOptions
         fields = data.get("data")
     else:
         return
-    if isinstance(fields, Mapping):
+    if (type(fields) is dict or (type(fields) not in _NOT_MAPS and isinstance(fields, Mapping))):
         facts.call_id = clean_id(fields.get("tool_call_id"))

@@ -151,7 +151,7 @@ KEYED_PARSERS: set[Deferred] = set()
 #: Characters a flattened attribute is taken to hold when a mapping of them is kept for later.
 _CHARS_PER_FLAT_KEY = 64
 
-class _InSpan:
+class InSpan:
     """Where input content waits: an attribute of the facts' ``holder`` (``key``), or all of them."""
 
     __slots__ = ("key",)
@@ -160,16 +160,16 @@ class _InSpan:
         self.key = key
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is _InSpan and other.key == self.key
+        return type(other) is InSpan and other.key == self.key
 
     def __hash__(self) -> int:
         return hash(self.key)
 
     def __repr__(self) -> str:
-        return f"_InSpan({self.key!r})"
+        return f"InSpan({self.key!r})"
 
 
-_IN_SPAN_ATTRIBUTES = _InSpan(None)
+IN_SPAN_ATTRIBUTES = InSpan(None)
 
 
 class _NoResults(Mapping[str, Any]):
@@ -351,10 +351,8 @@ class SpanFacts:
                 self._parse(deferred, opts)
             else:  # parsers of text only are not run: without content their text is dropped anyway
                 now = [d for d in deferred if d[0] not in INPUT_PARSERS and d[0] not in TEXT_PARSERS]
-                if len(now) < len(deferred):
-                    self.deferred = self._by_reference([d for d in deferred if d[0] in INPUT_PARSERS], opts)
-                else:
-                    self.deferred = ()
+                inputs = [d for d in deferred if d[0] in INPUT_PARSERS]
+                self.deferred = (self._by_reference(inputs, opts) or ()) if inputs else ()
                 self._parse(now, opts)
         if self.tool_name is not None and self.role == "tool":
             result = self._content(self.raw_result, opts, "result")
@@ -404,17 +402,17 @@ class SpanFacts:
         kept: list[tuple[Deferred, Any]] = []
         for parser, value in inputs:
             if value is attrs:
-                kept.append((parser, _IN_SPAN_ATTRIBUTES))
+                kept.append((parser, IN_SPAN_ATTRIBUTES))
                 continue
             key = next((k for k, v in attrs.items() if v is value), None)
             if key is None:
                 self._parse(((parser, value),), opts)
             else:
-                kept.append((parser, _InSpan(key)))
+                kept.append((parser, InSpan(key)))
         return kept
 
     def _held(self, value: Any) -> Any:
-        if type(value) is _InSpan:
+        if type(value) is InSpan:
             attrs = plain_attributes(self.holder)
             return attrs if value.key is None else attrs.get(value.key)
         return value

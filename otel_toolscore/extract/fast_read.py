@@ -5,7 +5,7 @@ reader claims. For those, running the seven convention readers over a :class:`~.
 built first is most of the cost of reading a span. :func:`read_live_span` reads such a span straight
 from the SDK object with one table lookup (``gen_ai.operation.name`` → role), defers its content
 (messages, tool definitions) to the same parsers, and gives *exactly* the facts
-:func:`~.readers.read_span` gives (``tests/test_fast_lane.py`` checks it on every shape the
+:func:`~.readers.read_span` gives (``tests/extract/test_fast_lane.py`` checks it on every shape the
 conventions know). Anything another reader could claim — another convention's keys, a framework
 scope or span name the other readers test, span events, a handoff — declines to the generic readers
 (``None``).
@@ -19,7 +19,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..run_records import CallRecord
-from .facts import ExtractOptions, SpanFacts, reports_error, root_attributes
+from .content import io_value_input, openinference_inputs, openinference_outputs
+from .facts import (
+    _CHARS_PER_FLAT_KEY,
+    IN_SPAN_ATTRIBUTES,
+    ExtractOptions,
+    InSpan,
+    SpanFacts,
+    reports_error,
+    root_attributes,
+)
 from .readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, settle_content, settle_facts
 from .records import _STATUS_BY_ID, SpanRecord, plain_attributes
 from .values import clean_id
@@ -29,14 +38,10 @@ __all__ = ["read_live_oi_span", "read_live_span"]
 #: ``gen_ai.operation.name`` → role, for the operations the GenAI reader alone decides.
 _ROLE_OF_OP: dict[str, str] = {"invoke_agent": "agent", "execute_tool": "tool", **dict.fromkeys(_LLM_OPS, "llm")}
 
-#: Keys another reader (or a content parser) reacts to: their presence sends the span to the generic
-#: readers. Kept in step with :mod:`.readers` by ``tests/test_fast_lane.py``.
-_GENERIC_KEYS = frozenset(
+#: Keys of the conventions other than GenAI and OpenInference (and the content keys the GenAI
+#: reader hands to another convention's parser).
+_OTHER_CONVENTION_KEYS = frozenset(
     {
-        # a handoff call (framework call) of the GenAI reader
-        "gen_ai.agent.handoff.target.name",
-        # other conventions
-        "openinference.span.kind",
         "traceloop.span.kind",
         "llm.request.type",
         "gen_ai.prompt.0.role",
@@ -50,31 +55,25 @@ _GENERIC_KEYS = frozenset(
         "gcp.vertex.agent.tool_call_args",
     }
 )
+#: Keys another reader (or a content parser) reacts to: their presence sends the span to the generic
+#: readers. Kept in step with :mod:`.readers` by ``tests/extract/test_fast_lane.py``.
+_GENERIC_KEYS = _OTHER_CONVENTION_KEYS | {
+    # a handoff call (framework call) of the GenAI reader
+    "gen_ai.agent.handoff.target.name",
+    "openinference.span.kind",
+}
 #: Span names and scopes the Pydantic AI and ADK readers claim whatever the attributes.
 _GENERIC_NAMES = frozenset({"agent run", "running tool", "running tools", "execute_tool (merged)"})
 _GENERIC_SCOPES = frozenset({"pydantic-ai", "gcp.vertex.agent"})
 #: Keys of every reader but OpenInference's: a span carrying none of them (and no name, scope or
 #: event another reader claims) is read by the OpenInference reader alone.
-_NOT_OPENINFERENCE_KEYS = frozenset(
-    {
-        "gen_ai.operation.name",
-        "gen_ai.tool.name",
-        "gen_ai.agent.name",
-        "gen_ai.input.messages",
-        "gen_ai.output.messages",
-        "traceloop.span.kind",
-        "llm.request.type",
-        "gen_ai.prompt.0.role",
-        "gen_ai.completion.0.role",
-        "ai.operationId",
-        "mastra.span.type",
-        "pydantic_ai.all_messages",
-        "pydantic_ai.tool.failure_stage",
-        "tool_arguments",
-        "gcp.vertex.agent.llm_request",
-        "gcp.vertex.agent.tool_call_args",
-    }
-)
+_NOT_OPENINFERENCE_KEYS = _OTHER_CONVENTION_KEYS | {
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "gen_ai.agent.name",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+}
 _GENAI_NAME_PREFIXES = ("invoke_agent", "execute_tool")
 _GENAI = ("genai",)
 _CONTENT_KEYS = frozenset(key for key, _ in GENAI_CONTENT)
@@ -101,6 +100,60 @@ def _conventions(scope_name: str | None) -> tuple[str, ...]:
     return convs
 
 
+def _sdk_fields(span: Any) -> tuple[str, Any, Any, int | None, int | None, Any, str | None]:
+    """(name, events, status, start, end, status code, scope name) of an ended span: the SDK's slots
+    read directly (its properties copy or wrap), another SDK's span class through its properties."""
+    try:
+        scope = span._instrumentation_scope
+        status = span._status
+        events = span._events
+        return (
+            span._name,
+            getattr(events, "_dq", events),  # the SDK's BoundedList: its deque (len() in C)
+            status,
+            span._start_time,
+            span._end_time,
+            status._status_code,
+            scope._name if scope is not None else None,
+        )
+    except AttributeError:
+        scope, status = span.instrumentation_scope, span.status
+        return (
+            span.name,
+            span.events,
+            status,
+            span.start_time,
+            span.end_time,
+            status.status_code,
+            scope.name if scope is not None else None,
+        )
+
+
+def _tool_call(
+    values: dict[str, Any],
+    tool: str,
+    call_id: str | None,
+    raw_result: Any,
+    options: ExtractOptions,
+    span_id: str,
+    start: int | None,
+    end: int | None,
+) -> None:
+    """A tool span's call into ``values``, as the readers make it (an error-reporting result fails it)."""
+    values["tool_name"] = tool
+    values["call_id"] = call_id
+    status, error_type = "ok", None
+    if raw_result is not None and reports_error(raw_result):
+        status, error_type = "error", "tool_error"
+        values["status"] = status
+        values["error_type"] = error_type
+    framework = tool in options.framework_tool_names or tool.startswith(options.framework_tool_prefixes)
+    values["call"] = CallRecord(
+        tool, call_id, None, None, status, error_type, "framework" if framework else "tool", "span", span_id,
+        start or None, end or None,
+    )
+
+
 def read_live_span(
     span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None
 ) -> SpanFacts | None:
@@ -117,20 +170,7 @@ def read_live_span(
     role = _ROLE_OF_OP.get(op)
     if role is None or not _GENERIC_KEYS.isdisjoint(a):
         return None
-    try:
-        name = span._name
-        events = span._events
-        scope = span._instrumentation_scope
-        status = span._status
-        start = span._start_time
-        end = span._end_time
-        events = getattr(events, "_dq", events)  # the SDK's BoundedList: its deque (len() in C)
-        status_code = status._status_code
-        scope_name = scope._name if scope is not None else None
-    except AttributeError:  # a span class of another SDK: its public properties
-        name, events, scope, status = span.name, span.events, span.instrumentation_scope, span.status
-        start, end, status_code = span.start_time, span.end_time, status.status_code
-        scope_name = scope.name if scope is not None else None
+    name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
     if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES:
         return None
     tool = a.get("gen_ai.tool.name")
@@ -151,7 +191,7 @@ def read_live_span(
         and (role != "tool" or type(tool) is str)
     ):
         # The commonest span of all (no content, no error, a named tool): what the lines below
-        # give it, in one step. (tests/test_fast_lane.py holds both ways to read_span.)
+        # give it, in one step. (tests/extract/test_fast_lane.py holds both ways to read_span.)
         return _plain(span, a, role, name, start, end, scope_name, tool, ids, options)
     f = _new(SpanFacts)  # SpanFacts.new, inline: the other fields keep their class defaults
     f.trace_id, f.span_id, f.parent_span_id = ids
@@ -283,20 +323,7 @@ def _plain(
         call_id = a.get("gen_ai.tool.call.id")
         if call_id is not None:
             call_id = clean_id(call_id)
-        values["tool_name"] = tool
-        values["call_id"] = call_id
-        status = "ok"
-        error_type = None
-        raw_result = a.get("gen_ai.tool.call.result")
-        if raw_result is not None and reports_error(raw_result):
-            status, error_type = "error", "tool_error"
-            values["status"] = status
-            values["error_type"] = error_type
-        framework = tool in options.framework_tool_names or tool.startswith(options.framework_tool_prefixes)
-        values["call"] = CallRecord(
-            tool, call_id, None, None, status, error_type, "framework" if framework else "tool", "span", ids[1],
-            start or None, end or None,
-        )
+        _tool_call(values, tool, call_id, a.get("gen_ai.tool.call.result"), options, ids[1], start, end)
     elif role == "agent":
         values["attributes"] = root_attributes(a)
     f.__dict__ = values
@@ -317,19 +344,7 @@ def read_live_oi_span(
         a = plain_attributes(span)
     if "openinference.span.kind" not in a or not _NOT_OPENINFERENCE_KEYS.isdisjoint(a):
         return None
-    try:
-        name = span._name
-        events = getattr(span._events, "_dq", span._events)
-        scope = span._instrumentation_scope
-        status = span._status
-        start = span._start_time
-        end = span._end_time
-        status_code = status._status_code
-        scope_name = scope._name if scope is not None else None
-    except AttributeError:
-        name, events, scope, status = span.name, span.events, span.instrumentation_scope, span.status
-        start, end, status_code = span.start_time, span.end_time, status.status_code
-        scope_name = scope.name if scope is not None else None
+    name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
     if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES or name.startswith(_GENAI_NAME_PREFIXES):
         return None
     if ids is None:
@@ -340,6 +355,10 @@ def read_live_oi_span(
             "%016x" % ctx.span_id,
             "%016x" % parent.span_id if parent is not None else None,
         )
+    if not options.capture_content and status_code is not _ERROR and "error.type" not in a:
+        facts = _plain_oi(span, a, name, start, end, scope_name, ids, options)
+        if facts is not None:
+            return facts
     code = _STATUS_BY_ID.get(id(status_code)) or status_code.name
     message = status.description
     rec = SpanRecord(
@@ -356,3 +375,82 @@ def read_live_oi_span(
     convs: list[str] = []
     _openinference(rec, a, f, convs)
     return settle_facts(f, a, convs, code, message, scope_name, (), options)
+
+
+_OI_PLAIN_TAGS = frozenset({None, "langchain"})
+
+
+def _plain_oi(
+    span: Any,
+    a: Any,
+    name: str,
+    start: int | None,
+    end: int | None,
+    scope_name: str | None,
+    ids: tuple[str, str, str | None],
+    options: ExtractOptions,
+) -> SpanFacts | None:
+    """:func:`read_live_oi_span` of the commonest OpenInference spans — a chain, a model call without
+    ``output.value``, a tool with its call id or no result — with no error and content not kept,
+    built at once as the OpenInference reader and ``settle_facts`` leave them; ``None`` for any other
+    (the reader runs)."""
+    tag = _scope_tag(scope_name) if scope_name else None
+    if tag not in _OI_PLAIN_TAGS:
+        return None
+    kind = str(a["openinference.span.kind"]).upper()
+    if kind == "AGENT" or kind == "EVALUATOR":
+        return None
+    convs = ("openinference",) if tag is None else ("openinference", tag)
+    values: dict[str, Any] = {
+        "trace_id": ids[0],
+        "span_id": ids[1],
+        "parent_span_id": ids[2],
+        "name": name,
+        "start_time_unix_nano": start or 0,
+        "end_time_unix_nano": end or 0,
+        "holder": span,
+        "conventions": convs,
+        "materialized": True,
+    }
+    session = a.get("session.id")
+    if session is not None and session != "":
+        values["conversation_id"] = str(session)
+    f = _new(SpanFacts)
+    if kind == "TOOL":
+        call_id = clean_id(a.get("tool_call.id", a.get("tool.id")))
+        raw_result = a.get("output.value")
+        if tag == "langchain" and call_id is None and raw_result is not None:
+            return None  # the id is read from the result (a deferred parser): the reader's way
+        tool = a.get("tool.name")
+        if tool is None and name.startswith("handoff to "):
+            return None  # openai-agents' handoff: the reader's way
+        tool_name = str(tool) if tool is not None and tool != "" else name
+        values["role"] = "tool"
+        _tool_call(values, tool_name, call_id, raw_result, options, ids[1], start, end)
+        f.__dict__ = values
+        return f
+    if kind == "LLM":
+        if "output.value" in a or len(a) * _CHARS_PER_FLAT_KEY > options.max_deferred_chars:
+            return None
+        values["role"] = "llm"
+        f.__dict__ = values
+        try:
+            openinference_outputs(f, a, options)
+        except Exception as exc:  # as _parse reports a parser that fails
+            f.problem(f"span {ids[1]}: openinference_outputs failed: {type(exc).__name__}: {exc}")
+        f.final_output = None  # content is not kept
+        f.deferred = [(openinference_inputs, IN_SPAN_ATTRIBUTES)]
+        return f
+    # a chain, or a kind no role is read from
+    values["role"] = "other"
+    agent = a.get("agent.name")
+    if agent is not None and agent != "":
+        values["agent_name"] = str(agent)
+    value = a.get("input.value")
+    if value is not None:
+        if not isinstance(value, str) or '"tool_call_with_context"' in value[:200] or len(value) > options.max_deferred_chars:
+            return None
+        key = next((k for k, v in a.items() if v is value), None)  # as _by_reference finds it
+        values["deferred"] = [(io_value_input, InSpan(key))]
+    f.__dict__ = values
+    return f

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..expectations import Expectation
 from ..model import AgentRun, ToolCall, ToolDefinition
-from ..online.expectations import Expectation
 from ..scorers.llm import compute_score
 from .results import FileRunScore, Judgment
 

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import ScoredRun
+from ..judge import Judge, JudgeSampler
 from ..model import AgentRun
-from ..online.judge import Judge
-from ..online.sampler import JudgeSampler
 from ..telemetry import RunRef
 from .results import FileRunScore, Judgment
 

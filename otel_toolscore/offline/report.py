@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..online.expectations import Expectation
+from ..expectations import Expectation
 from .records import RecordBuilder, common_root
 from .results import FileRunScore, describe_expectation
 from .text import visible

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..expectations import Expectation
 from ..model import AgentRun
-from ..online.expectations import Expectation
 from ..scorers.code import CodeScoreResult
 from ..scorers.llm import LLMScoreResult
 

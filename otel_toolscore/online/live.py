@@ -6,6 +6,6 @@ importable here for code written against earlier releases.
 
 from __future__ import annotations
 
-from ..core.scored import ScoredRun
+from .._scored import ScoredRun
 
 __all__ = ["ScoredRun"]

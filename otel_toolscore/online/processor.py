@@ -9,7 +9,7 @@ every span on to it. On the application's thread it only queues what happened:
   whatever they look like later.
 * ``on_end``: the span. Spans that may root a run (local roots, spans that look like an agent from
   a table of keys) are handed on by the worker — as a copy carrying the score when one is computed
-  (an ended span is immutable; see DESIGN.md); every other span is handed on at once.
+  (an ended span is immutable; see docs/architecture.md); every other span is handed on at once.
 
 One worker thread (:mod:`.live`) owns all per-trace state: it reads facts, assembles runs, resolves
 expectations, scores, and hands roots on. Events and metrics, and the ``on_scored`` callback, run on
@@ -34,20 +34,21 @@ from opentelemetry import baggage
 from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from ..config import Settings
+from .._deadline import Deadline
+from .._workers import QueueWorker
 from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, StartContext, build_core, scored_copy
+from ..expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
+from ..expectations import Expectation
 from ..extract import ExtractOptions, SpanFacts
 from ..extract.records import LogRecordView, log_view_from_sdk
-from ..sinks.base import ScoreSink
-from .expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
-from .expectations import Expectation
-from .workers import QueueWorker
+from ..settings import Settings
+from ..sinks._base import ScoreSink
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
-    from ..sinks.dispatch import SinkDispatcher
-    from .judge import Judge
+    from ..judge import Judge
+    from ..sinks._dispatch import SinkDispatcher
 
 __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 
@@ -103,7 +104,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         expectations: rules (``Expectation`` objects) or the path of a YAML/TOML rules file.
         judge: an optional :class:`~otel_toolscore.online.judge.Judge` for sampled LLM judging.
         meter_provider, logger_provider: default to the global providers.
-        settings: a :class:`~otel_toolscore.config.Settings`; keyword overrides of its fields are accepted
+        settings: a :class:`~otel_toolscore.settings.Settings`; keyword overrides of its fields are accepted
             too (``max_pending_traces=...``). Unset fields come from ``OTEL_TOOLSCORE_*`` variables.
         on_scored: optional callback called (on its own thread) with every :class:`ScoredRun`.
         sinks: score sinks (:class:`~otel_toolscore.sinks.ScoreSink` objects or built-in names such as
@@ -170,7 +171,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._queue = self._worker.queue
         self._capacity = s.span_queue_size
         if judge is not None:
-            judge.bind(self.emitter, before_flush=self._score_queued)
+            self.outputs.bind_judge(before_flush=self._score_queued)
         # Drain at exit before the providers shut down: atexit runs handlers last-in first-out, and
         # the providers registered theirs when they were created, before this processor.
         self._atexit = _register_drain(self)
@@ -305,20 +306,20 @@ class ToolScoreSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Score what is queued and held, write its events and metrics, drain the judge, then flush
         the downstream — all within ``timeout_millis``, whatever the downstream does."""
-        deadline = time.monotonic() + timeout_millis / 1000
+        deadline = Deadline.after(timeout_millis / 1000)
         try:
             ok = self._drain(deadline)
             if self._judge is not None:
-                ok = self._judge.force_flush(max(0.0, deadline - time.monotonic())) and ok
+                ok = self._judge.force_flush(deadline.remaining()) and ok
                 ok = self._drain(deadline) and ok
             if self._downstream is not None:
-                ok = _call_within(deadline, self._downstream.force_flush, int(max(0.0, deadline - time.monotonic()) * 1000)) and ok
+                ok = _call_within(deadline, self._downstream.force_flush, int(deadline.remaining() * 1000)) and ok
         except Exception:
             _log.debug("otel-toolscore force_flush failed", exc_info=True)
             return False
         return ok
 
-    def _score_queued(self, deadline: float | None = None) -> bool:
+    def _score_queued(self, deadline: Deadline | None = None) -> bool:
         """Score what is queued and release held roots, on the caller's thread (CPU only).
 
         Without ``deadline`` everything queued so far is scored (the judge's flush: every ended run
@@ -328,7 +329,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             queue = self._queue
             done = True
             while queue:
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline is not None and deadline.expired:
                     done = False
                     break
                 batch: list[Any] = []
@@ -342,41 +343,44 @@ class ToolScoreSpanProcessor(SpanProcessor):
             self._flush_counts()
             return done
 
-    def _drain(self, deadline: float) -> bool:
-        """:meth:`_score_queued`, then, until ``deadline``, roots handed on and events written.
+    def _drain(self, deadline: Deadline | float) -> bool:
+        """:meth:`_score_queued`, then, until ``deadline`` (a :class:`Deadline`, or a
+        :func:`time.monotonic` instant), roots handed on and events written.
 
         A worker found stuck by an earlier drain (in a downstream's ``on_end``) that has not moved
         since is given 0.1 s, not the whole deadline again: the exit drain and the providers'
         shutdown follow each other, and exit must not wait twice for a thread that will not return."""
+        if not isinstance(deadline, Deadline):
+            deadline = Deadline(deadline)
         scored = self._score_queued(deadline)
         if self._stalled_at is not None and self._stalled_at == self._worker.progress:
-            deadline = min(deadline, time.monotonic() + 0.1)
-        ok = self._worker.wait_idle(deadline)
+            deadline = deadline.within(0.1)
+        ok = self._worker.wait_idle(deadline.instant)
         self._stalled_at = None if ok else self._worker.progress
         ok = scored and ok
-        while self._forwards and time.monotonic() < deadline:  # the worker hands the roots on
+        while self._forwards and not deadline.expired:  # the worker hands the roots on
             self._worker.wake()
             time.sleep(0.002)
         ok = not self._forwards and ok
-        return self.outputs.wait_idle(deadline) and ok
+        return self.outputs.wait_idle(deadline.instant) and ok
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
         """Score held roots, drain events and the judge, then shut the downstream down — all within
         one deadline (a hung exporter, judge or callback cannot keep the process from exiting)."""
         if self._stopped:
             return
-        deadline = time.monotonic() + timeout_millis / 1000
+        deadline = Deadline.after(timeout_millis / 1000)
         try:
-            self._drain(time.monotonic() + timeout_millis / 2000)
+            self._drain(Deadline.after(timeout_millis / 2000))
             if self._judge is not None:
-                self._judge.shutdown(max(0.0, deadline - time.monotonic()) * 0.5)
-                self._drain(min(deadline, time.monotonic() + 2))
+                self._judge.shutdown(deadline.remaining() * 0.5)
+                self._drain(deadline.within(2))
         except Exception:
             _log.debug("otel-toolscore shutdown failed", exc_info=True)
         self._stopped = True
-        short = min(deadline, time.monotonic() + (0.1 if self._stalled_at is not None else 5.0))
-        self._worker.stop(short)
-        self.outputs.stop(short)
+        short = deadline.within(0.1 if self._stalled_at is not None else 5.0)
+        self._worker.stop(short.instant)
+        self.outputs.stop(short.instant)
         with contextlib.suppress(Exception):
             atexit.unregister(self._atexit)
         if self._downstream is not None:
@@ -391,9 +395,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
         queue, capacity = self._queue, self._capacity
         if len(queue) < capacity // 2:
             return True
-        deadline = time.monotonic() + timeout_s
+        deadline = Deadline.after(timeout_s)
         while len(queue) >= capacity // 2:
-            if time.monotonic() >= deadline:
+            if deadline.expired:
                 return False
             self._worker.wake()
             time.sleep(0.001)
@@ -441,7 +445,7 @@ def _quiet_on_start(processor: SpanProcessor) -> bool:
     return method in (SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start)
 
 
-def _call_within(deadline: float, fn: Any, *args: Any) -> bool:
+def _call_within(deadline: Deadline, fn: Any, *args: Any) -> bool:
     """``fn(*args)`` on a helper thread, waited for until ``deadline``: a downstream whose exporter
     hangs blocks its own flush or shutdown past any timeout it is given; the caller's deadline is ours."""
     result: list[bool] = []
@@ -456,7 +460,7 @@ def _call_within(deadline: float, fn: Any, *args: Any) -> bool:
 
     helper = threading.Thread(target=call, name="otel-toolscore-downstream", daemon=True)
     helper.start()
-    helper.join(max(0.0, deadline - time.monotonic()))
+    helper.join(deadline.remaining())
     return bool(result and result[0])
 
 

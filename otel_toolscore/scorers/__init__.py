@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
     from .code import ToolCallAccuracyCodeScorer, create_tool_call_accuracy_scorer_code
-    from .code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
     from .llm import (
         JudgeError,
         LLMAnalyzeResult,
@@ -42,10 +42,10 @@ __all__ = [
 _LAZY: dict[str, str] = {
     "ToolCallAccuracyCodeScorer": ".code",
     "create_tool_call_accuracy_scorer_code": ".code",
-    "CallMatch": ".code_result",
-    "CodePreprocessResult": ".code_result",
-    "CodeScoreResult": ".code_result",
-    "ToolCallInfo": ".code_result",
+    "CallMatch": "._code_result",
+    "CodePreprocessResult": "._code_result",
+    "CodeScoreResult": "._code_result",
+    "ToolCallInfo": "._code_result",
     "JudgeError": ".llm",
     "LLMAnalyzeResult": ".llm",
     "LLMScoreResult": ".llm",

@@ -1,6 +1,6 @@
 """The deterministic tool-call-accuracy scorer (Mastra's ``createToolCallAccuracyScorerCode``).
 
-Rules: ``spec/scorers.md``. Every check is linear in the number of calls so it can run on the span
+Rules: ``docs/code-scorer.md``. Every check is linear in the number of calls so it can run on the span
 processor's hot path; the set modes and argument matching are opt-in and never change the defaults.
 
 Call order, as the scorer sees it (``AgentRun.tool_calls``, built by :mod:`otel_toolscore.extract`):
@@ -18,10 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._lazy import lazy_getattr
+from ._verdict import CodeVerdict, MatchMode
 
 if TYPE_CHECKING:
     from ..model import AgentRun, ToolCall
-    from .code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
+    from ._code_result import CallMatch, CodePreprocessResult, CodeScoreResult, ToolCallInfo
 
 __all__ = [
     "ArgsMatch",
@@ -35,7 +36,6 @@ __all__ = [
     "create_tool_call_accuracy_scorer_code",
 ]
 
-MatchMode = Literal["ordered", "unordered", "subset", "superset"]
 ArgsPredicate = Callable[[Any], bool]
 ArgsMatch = Literal["exact", "subset"] | Mapping[str, ArgsPredicate]
 
@@ -49,102 +49,8 @@ MASTRA_MESSAGES = "mastra-messages"
 # The result models (pydantic) load with the first result, not with the scorer: the span processor
 # imports this module and only ever asks for verdicts.
 __getattr__ = lazy_getattr(
-    __name__, dict.fromkeys(("CallMatch", "CodePreprocessResult", "CodeScoreResult", "ToolCallInfo"), ".code_result")
+    __name__, dict.fromkeys(("CallMatch", "CodePreprocessResult", "CodeScoreResult", "ToolCallInfo"), "._code_result")
 )
-
-
-def summary_line(
-    label: str,
-    expected_tool: str | None,
-    expected_tool_order: Sequence[str] | None,
-    strict_mode: bool,
-    match: str,
-    actual_tools: Sequence[str],
-) -> str:
-    want = " -> ".join(expected_tool_order) if expected_tool_order else (expected_tool or "")
-    mode = "strict" if strict_mode else "lenient"
-    if expected_tool_order or match != "ordered":  # "ordered" says nothing about a single expected tool
-        mode = f"{mode}, {match}"
-    called = ", ".join(actual_tools) if actual_tools else "no tools"
-    return f"{label}: expected {want} ({mode}); called {called}"
-
-
-class PassFail:
-    """``passed`` and ``label`` of a score: a run passes at 1.0 (the code scorer's scores are 0 or 1)."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:
-        score: float
-
-    @property
-    def passed(self) -> bool:
-        return self.score >= 1.0
-
-    @property
-    def label(self) -> str:
-        return "pass" if self.passed else "fail"
-
-
-class CodeVerdict(PassFail):
-    """The score of a run without the pydantic result: what the span processor needs on its hot path.
-
-    :meth:`ToolCallAccuracyCodeScorer.result` turns it into the full :class:`CodeScoreResult` later
-    (off the hot path) when someone needs it. A plain ``__slots__`` class: one is built per scored
-    run, and a frozen dataclass's ``__init__`` costs a function call per field.
-    """
-
-    __slots__ = (
-        "actual_tools",
-        "calls",
-        "correct_order_called",
-        "correct_tool_called",
-        "expected_tool",
-        "expected_tool_order",
-        "match",
-        "ok",
-        "score",
-        "strict_mode",
-    )
-
-    def __init__(
-        self,
-        score: float,
-        actual_tools: list[str],
-        correct_tool_called: bool,
-        correct_order_called: bool | None,
-        expected_tool: str | None,
-        expected_tool_order: list[str] | None,
-        strict_mode: bool,
-        match: MatchMode,
-        calls: list[ToolCall],
-        ok: list[bool],
-    ) -> None:
-        self.score = score
-        self.actual_tools = actual_tools
-        self.correct_tool_called = correct_tool_called
-        self.correct_order_called = correct_order_called
-        self.expected_tool = expected_tool
-        self.expected_tool_order = expected_tool_order
-        self.strict_mode = strict_mode
-        self.match: MatchMode = match
-        self.calls = calls
-        self.ok = ok
-
-    def summary(self) -> str:
-        return summary_line(
-            self.label, self.expected_tool, self.expected_tool_order, self.strict_mode, self.match, self.actual_tools
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not CodeVerdict:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # holds lists
-
-    def __repr__(self) -> str:
-        return "CodeVerdict(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
 
 def _args_subset(expected: Any, actual: Any) -> bool:
@@ -296,7 +202,7 @@ class ToolCallAccuracyCodeScorer:
 
     def result(self, run: AgentRun, verdict: CodeVerdict, *, explain: bool = True) -> CodeScoreResult:
         """The full, Mastra-shaped result of a :meth:`verdict` (its pydantic models load on the first call)."""
-        from .code_result import code_score_result
+        from ._code_result import code_score_result
 
         return code_score_result(self, run, verdict, explain=explain)
 

@@ -32,13 +32,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from .. import __version__
+from .._version import __version__
 from ..core import END, HOLD, LOG, START, Release, ScoredRun, build_core
 from ..core.otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
-from ..online.exporters import otlp_exporter, otlp_protocol
 from ..telemetry import names
+from ..telemetry._exporters import otlp_exporter, otlp_protocol
 from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, TraceRequest, as_trace_request
 from .forward import ForwardQueue
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from ..online.expectations import Expectation
-    from ..sinks.base import ScoreSink
+    from ..expectations import Expectation
+    from ..sinks._base import ScoreSink
 
 __all__ = ["IntakeResult", "ScoringService"]
 
@@ -142,7 +142,7 @@ class ScoringService:
         elif self._span_exporter is not None:
             self.tracer_provider.add_span_processor(BatchSpanProcessor(self._span_exporter))
         if judge is None and judge_from_environment:
-            from ..online.judge import judge_from_env
+            from ..judge import judge_from_env
 
             judge = judge_from_env(environ, tracer_provider=self.tracer_provider)
         # The core the span processor runs, driven here by the scorer thread: a complete trace goes
@@ -162,7 +162,7 @@ class ScoringService:
         self.emitter = self.outputs.emitter
         self._judge = judge
         if judge is not None:
-            judge.bind(self.emitter)  # every trace is scored before a flush asks: nothing to hand over
+            self.outputs.bind_judge()  # every trace is scored before a flush asks: nothing to hand over
         self.extract_options = self._core.options
         self.buffer = TraceBuffer(
             max_spans=svc.max_pending_spans,

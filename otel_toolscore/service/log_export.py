@@ -3,8 +3,8 @@
 Through the SDK, every evaluation record the service writes becomes an API ``LogRecord``, an SDK
 ``ReadWriteLogRecord`` with its attributes copied into ``BoundedAttributes``, then — on the batch
 processor's thread — a protobuf ``LogRecord`` message built field by field and the request around
-it: 47–60 µs of CPU per record written by the emitter, measured alone on the test machine, where
-this module takes 12–15 µs (the service writes one record a run, more with the judge). The
+it: 47 to 60 µs of CPU per record written by the emitter, measured alone on the test machine, where
+this module takes 12 to 15 µs (the service writes one record a run, more with the judge). The
 records are the service's own, their shape known, so :class:`EncodedLoggerProvider` writes each as
 the bytes of its ``LogRecord`` when it is emitted, and sends them in batches through the queue and
 sender enrich-and-forward uses (:class:`~.forward.ForwardQueue`: the resource's and scope's fields

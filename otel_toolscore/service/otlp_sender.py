@@ -36,15 +36,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.util.re import parse_env_headers
 
-from .. import __version__
+from .._version import __version__
 from ..http_limits import (
     DEFAULT_MAX_RESPONSE_BYTES,
     check_max_response_bytes,
+    count_http_refusal,
     mask_url,
     retry_after_seconds,
     scrub_body,
 )
-from ..telemetry.http_refusals import count_http_refusal
 
 __all__ = ["ExporterSender", "GrpcTraceSender", "HttpTraceSender", "TraceSender", "otlp_sender", "trace_sender"]
 

@@ -34,7 +34,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from .. import __version__
+from .._version import __version__
 from ..telemetry import names
 from .decode import DecodeError, parse_logs_request, trace_request
 from .http_server import Answer, HttpLimits, HttpServer

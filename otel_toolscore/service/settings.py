@@ -1,7 +1,7 @@
 """Settings of ``otel-toolscore serve``: flags > ``OTEL_TOOLSCORE_SERVICE_*`` > config file > defaults.
 
 The scoring settings (limits, expectations, what is written) are the processor's
-:class:`~otel_toolscore.config.Settings`, read from ``OTEL_TOOLSCORE_*``; this model holds only what
+:class:`~otel_toolscore.settings.Settings`, read from ``OTEL_TOOLSCORE_*``; this model holds only what
 the service adds: where it listens, when a trace counts as complete, how much it buffers, where it
 exports. An unknown or unusable ``OTEL_TOOLSCORE_SERVICE_*`` variable logs a warning naming it and is
 ignored, as the processor's settings do; an unknown or invalid config-file key or flag fails at start
@@ -20,10 +20,10 @@ from typing import Any, ClassVar, Literal
 
 import yaml
 
-from ..config import ENV_PREFIX, Settings
 from ..envconfig import ConfigError, EnvSettings, build_settings, did_you_mean, migrate_renamed, setting
 from ..files import read_config_text
 from ..http_limits import DEFAULT_MAX_RESPONSE_BYTES, MAX_RESPONSE_BYTES_LIMIT, MIN_RESPONSE_BYTES
+from ..settings import ENV_PREFIX, Settings
 
 if sys.version_info >= (3, 11):
     import tomllib

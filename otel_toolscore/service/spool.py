@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from .. import __version__
+from .._version import __version__
 from ..envconfig import ConfigError
 from ..telemetry import names
 from .decode import TraceRequest, as_trace_request

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from .base import ScoreSink
-    from .dispatch import SinkDispatcher, SinkStats
-    from .langfuse import LangfuseSink
-    from .phoenix import PhoenixSink
-    from .record import AnnotatorKind, ScoreRecord
-    from .retry import SinkError
-    from .settings import resolve_sinks, sink_from_name
+    from ._base import ScoreSink
+    from ._dispatch import SinkDispatcher, SinkStats
+    from ._langfuse import LangfuseSink
+    from ._phoenix import PhoenixSink
+    from ._record import AnnotatorKind, ScoreRecord
+    from ._retry import SinkError
+    from ._settings import resolve_sinks, sink_from_name
 
 __all__ = [
     "AnnotatorKind",
@@ -40,16 +40,16 @@ __all__ = [
 # ``sinks.base`` (the interface) and nothing else here until a sink is configured; the built-in
 # sinks load httpx and langfuse only when their sink is asked for.
 _LAZY: dict[str, str] = {
-    "AnnotatorKind": ".record",
-    "LangfuseSink": ".langfuse",
-    "PhoenixSink": ".phoenix",
-    "ScoreRecord": ".record",
-    "ScoreSink": ".base",
-    "SinkDispatcher": ".dispatch",
-    "SinkError": ".retry",
-    "SinkStats": ".dispatch",
-    "resolve_sinks": ".settings",
-    "sink_from_name": ".settings",
+    "AnnotatorKind": "._record",
+    "LangfuseSink": "._langfuse",
+    "PhoenixSink": "._phoenix",
+    "ScoreRecord": "._record",
+    "ScoreSink": "._base",
+    "SinkDispatcher": "._dispatch",
+    "SinkError": "._retry",
+    "SinkStats": "._dispatch",
+    "resolve_sinks": "._settings",
+    "sink_from_name": "._settings",
 }
 
 

@@ -69,7 +69,8 @@ SCORE_BUCKETS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99)
 DURATION_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0)
 
 # -- value sets (low cardinality) ----------------------------------------------------------------------
-RUN_OUTCOMES: Final = ("scored", "no_expectation", "no_tool_calls_visible", "evicted", "error")
+# dropped: the run's root ended when the span queue was full (its run never reached the worker)
+RUN_OUTCOMES: Final = ("scored", "no_expectation", "no_tool_calls_visible", "evicted", "dropped", "error")
 DROP_REASONS: Final = (
     "pending_traces_limit",
     "spans_per_trace_limit",
@@ -86,6 +87,12 @@ DROP_REASONS: Final = (
     "callback_queue_full",
     "sink_queue_full",
     "sink_failed",
+    # an agent or tool name (or a conversation id) from data cut to max_name_chars; an explanation cut
+    # to 4,096 characters (a judge's reason can be megabytes)
+    "name_too_long",
+    "explanation_too_long",
+    # a run's root whose end found the span queue full and the lost-roots list (4,096) full too
+    "lost_root_untracked",
 )
 # -- our HTTP clients (sinks, judge, forwarding, the service's own log records) ---------------------------
 # Answers refused by one of our HTTP clients, by client and reason (`toolscore.http.client.refused`).

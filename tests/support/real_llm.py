@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -28,6 +28,7 @@ from otel_toolscore import (
 )
 from otel_toolscore.scorers.llm import endpoint_output_mode
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
+from tests.support.telemetry import counter_by, metric_points
 
 MAX_TOKENS = 256
 
@@ -39,18 +40,11 @@ class RealServer(Protocol):
     def log_tail(self) -> str: ...
 
 
-def _points(reader: InMemoryMetricReader, name: str) -> list[Any]:
-    data = reader.get_metrics_data()
-    return [p for rm in (data.resource_metrics if data else ()) for sm in rm.scope_metrics
-            for m in sm.metrics if m.name == name for p in m.data.data_points]
+_points = metric_points
 
 
 def _counter(reader: InMemoryMetricReader, name: str, key: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for p in _points(reader, name):
-        if int(p.value):
-            out[str(p.attributes[key])] = out.get(str(p.attributes[key]), 0) + int(p.value)
-    return out
+    return {str(k): v for k, v in counter_by(reader, name, key).items()}
 
 
 def judge_one_run_through_the_pipeline(

@@ -207,16 +207,6 @@ def grpc_capture_server() -> Iterator[tuple[str, Capture]]:
         server.stop(0)
 
 
-def dropped_by_reason(reader: Any) -> dict[str, int]:
-    """``toolscore.dropped`` by ``toolscore.reason``, as an ``InMemoryMetricReader`` holds it now."""
-    data = reader.get_metrics_data()
-    return {
-        dict(p.attributes).get("toolscore.reason"): int(p.value)
-        for rm in (data.resource_metrics if data else []) for sm in rm.scope_metrics for m in sm.metrics
-        if m.name == "toolscore.dropped" for p in m.data.data_points
-    }
-
-
 def drain_after_first_request(service: Any, seen: list[Any], timeout_s: float, thread: str) -> tuple[float, list[str]]:
     """Once a backend has seen a first request (``seen``), drain ``service`` within ``timeout_s``:
     (seconds the drain took, the threads named ``thread`` still alive a moment later)."""

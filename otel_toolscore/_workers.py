@@ -1,0 +1,154 @@
+"""Background threads of the live pipeline: a bounded queue drained by one daemon thread.
+
+Producers never wait: :meth:`QueueWorker.put` refuses (returns ``False``) when the queue is full, and
+the caller counts the refusal. The thread polls (every 2 ms while items keep coming, backing off to
+50 ms when idle) instead of being signalled per item, so a producer pays one ``deque.append``; ``wake()`` shortens the wait when work piles up or a flush asks.
+``wait_idle`` and ``stop`` keep the caller's deadline whatever the handler does (a handler that hangs
+costs its own thread, never the caller's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from ._deadline import Deadline
+
+__all__ = ["QueueWorker"]
+
+_log = logging.getLogger(__name__)
+_POLL_S = 0.05
+_BUSY_POLL_S = 0.002
+
+
+class QueueWorker:
+    """One daemon thread handling the items of a bounded queue in order.
+
+    Args:
+        name: the thread's name.
+        handle: called with a batch (a list) of items; exceptions are logged at debug level.
+        capacity: most items queued; :meth:`put` refuses beyond it.
+        idle: called after every batch and on every poll with nothing queued (periodic work).
+        wake_at: queued items that wake the thread before its next poll.
+        lock: held while a batch is taken from the queue and handled, so another thread holding it
+            may drain the queue itself (items are handled in queue order either way).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        handle: Callable[[list[Any]], None],
+        capacity: int,
+        *,
+        idle: Callable[[], None] | None = None,
+        wake_at: int = 512,
+        lock: threading.Lock | None = None,
+    ) -> None:
+        self.queue: deque[Any] = deque()
+        self.capacity = capacity
+        self._handle = handle
+        self._idle_hook = idle
+        self._wake_at = wake_at
+        self._lock: AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
+        self._wake = threading.Event()
+        self._cond = threading.Condition()
+        self._busy = False
+        self._idle_wait = False
+        #: increases after every batch and poll: a thread whose count stands still is stuck
+        self.progress = 0
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, item: Any) -> bool:
+        """Queue ``item``; ``False`` (nothing queued) when the queue is full."""
+        q = self.queue
+        if len(q) >= self.capacity:
+            return False
+        q.append(item)
+        if len(q) >= self._wake_at:
+            self._wake.set()
+        return True
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def nudge(self) -> None:
+        """Wake the thread only if it is in its slow (idle) poll: costs the producer an attribute read
+        while work keeps coming, and one event signal after a quiet period."""
+        if self._idle_wait:
+            self._idle_wait = False
+            self._wake.set()
+
+    def _run(self) -> None:
+        q = self.queue
+        poll = _POLL_S
+        while True:
+            self._idle_wait = poll >= _POLL_S
+            self._wake.wait(poll)
+            self._idle_wait = False
+            self._wake.clear()
+            # Busy: look again soon (items are picked up within ~2 ms while they keep coming, without
+            # the producer signalling); idle: back off to the slow poll.
+            poll = _BUSY_POLL_S if q else min(_POLL_S, poll * 2)
+            with self._cond:
+                self._busy = True
+            try:
+                while q:
+                    with self._lock:
+                        batch: list[Any] = []
+                        while q and len(batch) < 4096:
+                            try:
+                                batch.append(q.popleft())
+                            except IndexError:
+                                break
+                        try:
+                            self._handle(batch)
+                        except Exception:
+                            _log.debug("otel-toolscore background handler failed", exc_info=True)
+                    self._run_idle_hook()
+                if not q:
+                    self._run_idle_hook()
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+            if self._stopped and not q:
+                return
+
+    def _run_idle_hook(self) -> None:
+        self.progress += 1
+        if self._idle_hook is not None:
+            try:
+                self._idle_hook()
+            except Exception:
+                _log.debug("otel-toolscore background hook failed", exc_info=True)
+
+    def wait_idle(self, deadline: float) -> bool:
+        """Wait until the queue is empty and the thread idle, or ``deadline`` (monotonic) passes."""
+        if not self._thread.is_alive():
+            return not self.queue
+        until = Deadline(deadline)
+        with self._cond:
+            while self.queue or self._busy:
+                if until.expired:
+                    return False
+                self._wake.set()
+                self._cond.wait(min(until.remaining(), _POLL_S))
+        return True
+
+    def stop(self, deadline: float) -> bool:
+        """Drain what is queued (until ``deadline``) and end the thread; ``True`` when it ended."""
+        self._stopped = True
+        self._wake.set()
+        self._thread.join(Deadline(deadline).remaining())
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()

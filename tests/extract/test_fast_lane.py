@@ -1,0 +1,413 @@
+"""The fast lanes give exactly what the general code gives.
+
+* :func:`~otel_toolscore.extract.fast_read.read_live_span` (one table lookup for a scalar GenAI span)
+  must return the very facts :func:`~otel_toolscore.extract.read_span` returns, or decline.
+* :func:`~otel_toolscore.extract.assemble.single_run` (one agent span and what it encloses) must
+  return the very runs the general rules return, or decline.
+
+Checked on every recorded corpus file (offline and replayed live), on spans made by the SDK in
+every shape the readers tell apart, and on random trace trees.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
+
+from otel_toolscore import Expectation, ToolScoreSpanProcessor
+from otel_toolscore.extract import (
+    ExtractOptions,
+    assemble,
+    extract_runs,
+    fast_read,
+    read_span,
+    readers,
+    record_from_readable,
+)
+from otel_toolscore.extract.facts import Requested, SpanFacts
+from otel_toolscore.model import AgentRun
+from otel_toolscore.run_records import as_model
+
+CORPUS = Path(__file__).parents[1] / "corpus"
+FILES = sorted(p for p in CORPUS.rglob("*.traces.jsonl") if "node_modules" not in p.parts)
+OPTIONS = (ExtractOptions(capture_content=True), ExtractOptions(capture_content=False))
+
+
+# -- the single-run lane against the general rules ---------------------------------------------------
+class _Checked:
+    """Wraps a lane (``single_run``, ``lean_run``): every time it answers, the general rules are run on
+    a copy of the same facts and must give the same runs."""
+
+    def __init__(self, lane: str = "single_run") -> None:
+        self.original = getattr(assemble, lane)
+        self.taken = 0
+        self.declined = 0
+        self.mismatches: list[Any] = []
+
+    def __call__(self, facts: Sequence[SpanFacts], parents: Any, stops: Any, opts: ExtractOptions) -> Any:
+        mine = copy.deepcopy(list(facts))
+        general_facts = copy.deepcopy(list(facts))
+        fast = self.original(mine, parents, stops, opts)
+        if fast is None:
+            self.declined += 1
+            return self.original(facts, parents, stops, opts)
+        self.taken += 1
+        for f in general_facts:  # what assemble_records does before the general rules
+            f.materialize(opts)
+        if assemble.needs_inputs(general_facts):
+            for f in general_facts:
+                f.materialize_inputs(opts)
+        general = assemble._assemble(general_facts, parents, stops, opts)
+        if _dump(fast) != _dump(general):
+            # recorded, not raised: the live core catches what the assembler raises
+            self.mismatches.append((_dump(fast), _dump(general)))
+        return self.original(facts, parents, stops, opts)
+
+
+def _dump(runs: list[AgentRun]) -> list[dict[str, Any]]:
+    return [as_model(r).model_dump() for r in runs]  # the assembler's records, as the public model
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Checked]:
+    wrapper = _Checked()
+    monkeypatch.setattr(assemble, "single_run", wrapper)
+    yield wrapper
+    assert not wrapper.mismatches, wrapper.mismatches[0]
+
+
+@pytest.fixture
+def lean(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Checked]:
+    wrapper = _Checked("lean_run")
+    monkeypatch.setattr(assemble, "lean_run", wrapper)
+    yield wrapper
+    assert not wrapper.mismatches, wrapper.mismatches[0]
+
+
+def test_lean_run_equals_the_general_rules_on_every_corpus_file(lean: _Checked) -> None:
+    for path in FILES:
+        extract_runs(path, options=OPTIONS[1])  # the lane reads names only
+    assert lean.taken >= 10 and lean.declined >= 100, (lean.taken, lean.declined)
+
+
+def test_lean_run_equals_the_general_rules_live(lean: _Checked) -> None:
+    from tests.online.test_processor_corpus import _load, _replay
+
+    for path in FILES:
+        logs = path.with_name(path.name.replace(".traces.", ".logs."))
+        by_trace, views = _load(path, logs if logs.exists() else None)
+        _replay(by_trace, views, capture_content=False)
+    assert lean.taken >= 10, (lean.taken, lean.declined)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lean_run_equals_the_general_rules_on_random_trees(lean: _Checked, seed: int) -> None:
+    _assemble_random_trees(seed)
+    assert lean.taken >= 10 and lean.declined >= 100, (lean.taken, lean.declined)
+
+
+@pytest.mark.parametrize("opts", OPTIONS, ids=["content", "names-only"])
+def test_single_run_equals_the_general_rules_on_every_corpus_file(checked: _Checked, opts: ExtractOptions) -> None:
+    for path in FILES:
+        extract_runs(path, options=opts)
+    # the lane is taken where the shape is common and declined elsewhere (multi-agent, logs, hints …)
+    assert checked.taken >= 40, (checked.taken, checked.declined)
+    assert checked.declined >= 40, (checked.taken, checked.declined)
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "names-only"])
+def test_single_run_equals_the_general_rules_live(checked: _Checked, content: bool) -> None:
+    from tests.online.test_processor_corpus import _load, _replay
+
+    for path in FILES:
+        logs = path.with_name(path.name.replace(".traces.", ".logs."))
+        by_trace, views = _load(path, logs if logs.exists() else None)
+        _replay(by_trace, views, capture_content=content)
+    assert checked.taken >= 40
+
+
+# -- random trees --------------------------------------------------------------------------------
+def _random_trace(rng: random.Random, provider: TracerProvider) -> None:
+    tracer = provider.get_tracer("random", "1")
+    ops = ["invoke_agent", "chat", "execute_tool", "execute_tool", None, "text_completion", "invoke_workflow"]
+
+    openinference = rng.random() < 0.35  # a trace of either convention (both lanes' shapes)
+    kinds = ["CHAIN", "LLM", "TOOL", "TOOL", None, "AGENT"]
+
+    def span(depth: int) -> None:
+        # mostly one agent (or none) at the top, sometimes nested or several agents
+        op = "invoke_agent" if depth == 0 and rng.random() < 0.5 else rng.choice(ops[1:] if rng.random() < 0.8 else ops)
+        attrs: dict[str, Any] = {}
+        name = "work"
+        if openinference:
+            kind = "CHAIN" if depth == 0 and rng.random() < 0.6 else rng.choice(kinds[:-1] if rng.random() < 0.85 else kinds)
+            if kind is not None:
+                attrs["openinference.span.kind"] = kind
+                name = rng.choice(["graph", "agent", "tools", "step"])
+                if kind == "TOOL":
+                    attrs["tool.name"] = name = rng.choice(["a", "b"])
+                if kind == "LLM":
+                    attrs["llm.output_messages.0.message.role"] = "assistant"
+                    attrs["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] = rng.choice(["a", "b"])
+        elif op == "invoke_workflow":
+            attrs["gen_ai.operation.name"] = op
+            name = "invoke_workflow w"
+        elif op is not None:
+            attrs["gen_ai.operation.name"] = op
+            name = f"{op} x"
+            if op == "execute_tool":
+                attrs["gen_ai.tool.name"] = rng.choice(["a", "b", "final_result", "transfer_to_x"])
+                if rng.random() < 0.5:
+                    attrs["gen_ai.tool.call.id"] = f"call_{rng.randrange(4)}"
+            if op == "invoke_agent" and rng.random() < 0.8:
+                attrs["gen_ai.agent.name"] = rng.choice(["alpha", "beta"])
+            if rng.random() < 0.2:
+                attrs["gen_ai.conversation.id"] = "conv"
+        with tracer.start_as_current_span(name, attributes=attrs) as s:
+            if rng.random() < 0.15:
+                s.set_status(Status(StatusCode.ERROR, rng.choice(["boom", "tool x not found"])))
+            if rng.random() < 0.1:
+                s.set_attribute("error.type", "Timeout")
+            if depth < 4:
+                for _ in range(rng.randrange(4)):
+                    span(depth + 1)
+
+    remote = rng.random() < 0.3
+    if remote:
+        parent = SpanContext(rng.getrandbits(128) or 1, rng.getrandbits(64) or 1, True, TraceFlags(1))
+        token = trace_api.context_api.attach(trace_api.set_span_in_context(trace_api.NonRecordingSpan(parent)))
+        try:
+            span(0)
+        finally:
+            trace_api.context_api.detach(token)
+    else:
+        span(0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_single_run_equals_the_general_rules_on_random_trees(checked: _Checked, seed: int) -> None:
+    _assemble_random_trees(seed)
+    assert checked.taken >= 20 and checked.declined >= 20, (checked.taken, checked.declined)
+
+
+def _assemble_random_trees(seed: int) -> None:
+    rng = random.Random(seed)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for _ in range(150):
+        _random_trace(rng, provider)
+    spans = exporter.get_finished_spans()
+    by_trace: dict[int, list[ReadableSpan]] = {}
+    for s in spans:
+        assert s.context is not None
+        by_trace.setdefault(s.context.trace_id, []).append(s)
+    for opts in OPTIONS:
+        for group in by_trace.values():
+            records = [record_from_readable(s) for s in group]
+            facts = [f for f in (read_span(r, opts) for r in records) if f is not None]
+            parents = {r.span_id: r.parent_span_id for r in records}
+            stops = {r.span_id for r, s in zip(records, group) if s.parent is None or s.parent.is_remote}
+            assemble.assemble_runs(facts, parents, local_roots=stops, options=opts)
+
+
+# -- the table-driven reader against the readers ---------------------------------------------------
+def _span_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
+    """(name, attributes, scope, status, status message, with an exception event)."""
+    ops = ["invoke_agent", "execute_tool", "chat", "responses", "generate_content", "create_agent", "agent_handoff", 7]
+    tools = [None, "get_weather", "(merged tools)", "final_result", "", 3]
+    extras: list[dict[str, Any]] = [
+        {},
+        {"gen_ai.agent.name": "planner", "gen_ai.agent.id": "a1", "gen_ai.conversation.id": "c1"},
+        {"gen_ai.agent.name": "", "gen_ai.conversation.id": 12},
+        {"gen_ai.tool.call.id": "  call_1 "},
+        {"gen_ai.tool.call.id": "null", "gen_ai.tool.call.arguments": '{"city": "Paris"}'},
+        {"gen_ai.tool.call.result": '{"error": true, "message": "bad"}'},
+        {"gen_ai.tool.call.result": "sunny", "error.type": "ToolError"},
+        {"error.type": ""},
+        {"gen_ai.agent.handoff.target.name": "other"},
+        {"llm.request.type": "chat"},
+        {"openinference.span.kind": "TOOL", "tool.name": "x"},
+        {"gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]'},
+        {
+            "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", '
+            '"name": "get_weather", "arguments": {"city": "Paris"}}]}]',
+            "gen_ai.tool.definitions": '[{"type": "function", "name": "get_weather"}]',
+        },
+        {"gen_ai.agent.tools": '["get_weather", "search"]', "gen_ai.tool.call.arguments": "x" * 40_000},
+        {"tool_arguments": "{}"},
+        {"mastra.span.type": "tool_call"},
+        {"long": "x" * 400, "flag": True, "n": 3},
+    ]
+    names = ["{op} {tool}", "execute_tool (merged)", "agent run", "running tool", "call_llm", "agent_run [a]"]
+    scopes = [None, "strands.telemetry.tracer", "pydantic-ai", "gcp.vertex.agent", "opentelemetry.instrumentation.openai_agents"]
+    statuses = [(StatusCode.UNSET, None), (StatusCode.ERROR, "Tool get_weather not found"), (StatusCode.ERROR, "boom")]
+    for op, tool, extra, name, scope, (code, msg), event in itertools.product(
+        ops, tools, extras, names, scopes, statuses, (False, True)
+    ):
+        attrs: dict[str, Any] = {"gen_ai.operation.name": op, **extra}
+        if tool is not None:
+            attrs["gen_ai.tool.name"] = tool
+        yield name.format(op=op, tool=tool), attrs, scope, code, msg, event
+
+
+def _facts(f: SpanFacts | None) -> Any:
+    """Every field of ``f``, requested calls by value (they compare by identity)."""
+    if f is None:
+        return None
+    out = {}
+    for field in dataclasses.fields(f):
+        value = getattr(f, field.name)
+        if field.name in ("requested", "requested_fallback"):
+            value = [tuple(getattr(r, k) for k in Requested.__slots__) for r in value]
+        out[field.name] = value
+    return out
+
+
+def _check_live_reader(
+    reader: Any,
+    shapes: Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]],
+    at_start: Any,
+) -> None:
+    """``reader`` on live spans of every shape gives the generic readers' facts, or declines (both often).
+
+    ``at_start(attrs)`` picks the attributes given at start; the rest are set after start, as
+    instrumentations do (the SDK hands both to a processor the same way)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    taken = declined = 0
+    for name, attrs, scope, code, msg, event in shapes:
+        tracer = provider.get_tracer(scope or "plain")
+        first = at_start(attrs)
+        with tracer.start_as_current_span(name, attributes=first) as s:
+            s.set_attributes({k: v for k, v in attrs.items() if k not in first})
+            if event:
+                s.record_exception(ValueError("bad"))
+            s.set_status(Status(code, msg))
+        span = exporter.get_finished_spans()[-1]
+        exporter.clear()
+        for opts in OPTIONS:
+            fast = reader(span, opts)
+            if fast is None:
+                declined += 1
+                continue
+            taken += 1
+            assert _facts(fast) == _facts(read_span(record_from_readable(span), opts)), (name, attrs, scope, code, msg)
+    assert taken > 1000 and declined > 1000, (taken, declined)
+
+
+def test_live_reader_gives_the_readers_facts_or_declines() -> None:
+    # the first attribute at start, the rest after
+    _check_live_reader(fast_read.read_live_span, _span_shapes(), lambda attrs: dict(list(attrs.items())[:1]))
+
+
+def _oi_span_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
+    """OpenInference spans: (name, attributes, scope, status, status message, with an exception event)."""
+    kinds: list[Any] = ["LLM", "TOOL", "CHAIN", "AGENT", "EVALUATOR", "RETRIEVER", "llm", 7]
+    names = ["agent", "model", "tools", "ChatOpenAI", "handoff to billing", "search", "helper.run", "agent run",
+             "invoke_agent y", "execute_tool z"]
+    scopes = [None, "openinference.instrumentation.langchain", "openinference.instrumentation.llama_index",
+              "openinference.instrumentation.crewai", "openinference.instrumentation.smolagents", "pydantic-ai",
+              "openinference.instrumentation.openai_agents"]
+    extras: list[dict[str, Any]] = [
+        {},
+        {"tool.name": "get_weather", "tool_call.id": " c1 ", "input.value": '{"city": "Paris"}', "output.value": "sunny"},
+        {"tool.name": "handoff", "tool.parameters": '{"to_agent": "x"}', "input.value": '{"args": [], "kwargs": {}}'},
+        {"agent.name": "planner", "session.id": "s1", "graph.node.id": "Researcher"},
+        {"input.value": '{"__type": "tool_call_with_context", "tool_call": {"name": "a", "args": {}, "id": "c2"}}'},
+        {"input.value": "hi", "output.value": '{"messages": [{"role": "ai", "content": "done"}]}'},
+        {"metadata": '{"langgraph_node": "agent"}', "output.value": "StopEvent(result=1)"},
+        {"llm.output_messages.0.message.role": "assistant",
+         "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c3",
+         "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",
+         "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "weather?",
+         "llm.tools.0.tool.json_schema": '{"type": "function", "function": {"name": "get_weather"}}'},
+        {"output.value": '{"choices": [{"message": {"role": "assistant", "tool_calls": []}}]}', "crew_agents": "[]"},
+        {"gen_ai.operation.name": "chat"},
+        {"traceloop.span.kind": "task"},
+        {"tool_arguments": "{}"},
+        {"error.type": "Timeout", "long": "x" * 400},
+    ]
+    statuses = [(StatusCode.UNSET, None), (StatusCode.ERROR, "Tool get_weather not found")]
+    for kind, name, scope, extra, (code, msg), event in itertools.product(
+        kinds, names, scopes, extras, statuses, (False, True)
+    ):
+        yield name, {"openinference.span.kind": kind, **extra}, scope, code, msg, event
+
+
+def test_live_openinference_reader_gives_the_readers_facts_or_declines() -> None:
+    # the kind set after start, as LangGraph's root gets it
+    _check_live_reader(
+        fast_read.read_live_oi_span,
+        _oi_span_shapes(),
+        lambda attrs: {k: v for k, v in attrs.items() if k != "openinference.span.kind"},
+    )
+
+
+def test_live_openinference_reader_declines_every_key_another_reader_reacts_to() -> None:
+    """Every marker key of the readers is either OpenInference's (or read by its reader), or declined."""
+    assert readers._MARKERS - {"openinference.span.kind", "gen_ai.system", "gen_ai.provider.name", "agent_name"} <= (
+        fast_read._NOT_OPENINFERENCE_KEYS
+    )
+
+
+def test_live_reader_declines_every_key_another_reader_reacts_to() -> None:
+    """Every marker key of the readers is either one the GenAI reader alone reads, or declined."""
+    genai_own = {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.system",
+                 "gen_ai.provider.name", "agent_name", *(key for key, _ in readers.GENAI_CONTENT)}
+    assert readers._MARKERS - genai_own <= fast_read._GENERIC_KEYS
+
+
+def test_processor_scores_the_same_with_and_without_the_lanes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end: the bench's GenAI run, scored with the lanes and with the general code only."""
+    from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
+
+    calls = [ScriptedCall(f"tool_{i}", {"i": i}) for i in range(4)]
+
+    def scores(lanes: bool, content: bool) -> list[Any]:
+        if not lanes:
+            monkeypatch.setattr(fast_read, "read_live_span", lambda span, opts, *ids: None)
+            monkeypatch.setattr("otel_toolscore.core.sources.read_live_span", lambda span, opts, *ids: None)
+            monkeypatch.setattr(assemble, "single_run", lambda *a: None)
+        out: list[Any] = []
+        processor = ToolScoreSpanProcessor(
+            None,
+            expectations=[Expectation(agent_name="a", expected_tool_order=("tool_0", "tool_2"))],
+            on_scored=out.append,
+            capture_content=content,
+            metrics=False,
+            events=False,
+        )
+        provider = TracerProvider()
+        provider.add_span_processor(processor)
+        tracer = provider.get_tracer("t")
+        for i in range(5):
+            run_scripted_agent(tracer, "a", f"q{i}", calls[i % 2 :], answer="ok", capture_content=content)
+        provider.force_flush()
+        provider.shutdown()
+        monkeypatch.undo()
+        return [(r.outcome, r.score, r.run.model_dump(exclude={"run_id", "trace_id", "root_span_id"},
+                                                      mode="json")) for r in out]
+
+    for content in (True, False):
+        fast, general = scores(True, content), scores(False, content)
+        assert len(fast) == 5
+        for a, b in zip(fast, general):
+            a[2]["tool_calls"] = [{k: v for k, v in c.items() if k not in ("span_id", "call_id", "start_time_unix_nano",
+                                   "end_time_unix_nano")} for c in a[2]["tool_calls"]]
+            b[2]["tool_calls"] = [{k: v for k, v in c.items() if k not in ("span_id", "call_id", "start_time_unix_nano",
+                                   "end_time_unix_nano")} for c in b[2]["tool_calls"]]
+            assert a == b

@@ -1,0 +1,90 @@
+"""``make bench`` works: the whole suite in ``--quick`` mode (tiny sizes) writes a complete results file.
+
+No timing assertions: quick numbers mean nothing; this proves every section runs and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTIONS = {"hot_path", "yardstick", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time"}
+
+
+@pytest.mark.timeout(300)
+def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "bench/run.py", "--quick", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=280, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    assert doc["quick"] is True
+    assert set(doc["sections"]) == SECTIONS
+    for name, section in doc["sections"].items():
+        assert section["status"] == "ok", (name, section["notes"])
+        assert section["rows"], name
+    hot = doc["sections"]["hot_path"]["rows"]
+    assert {(r["workload"], r["threads"], r["content_captured"]) for r in hot} == {
+        ("genai7", 1, False), ("genai7", 8, False), ("genai7", 1, True), ("genai7", 8, True),
+        ("openinference30", 1, True), ("openinference30", 8, True),
+    }
+    for row in hot:  # both CPU figures, each against its target
+        assert row["ratio_agent"] > 0 and row["verdict_agent"] in ("PASS", "MISS")
+        assert row["ratio_total"] > 0 and row["verdict_total"] in ("PASS", "MISS")
+        assert row["roots_scored_and_exported"] > 0  # the candidate really scored the runs it timed
+        # The yardstick ran in the same rounds, scored its runs, and set this row's whole-process target.
+        assert row["yardstick_roots_scored_and_exported"] > 0 and row["yardstick_ratio_total"] > 0
+        assert row["target_total"] == pytest.approx(1 + 2 * (row["yardstick_ratio_total"] - 1), abs=0.0006)
+        assert row["target_agent"] == 1.10
+        assert row["verdict_agent"] == ("PASS" if row["ratio_agent"] <= 1.10 else "MISS")
+        assert row["verdict_total"] == ("PASS" if row["ratio_total"] <= row["target_total"] else "MISS")
+        # The lean full design ran in the same rounds, scored its runs, and is judged by the same targets.
+        assert row["lean_roots_scored_and_exported"] > 0 and row["lean_ratio_total"] > 0 and row["lean_ratio_agent"] > 0
+        assert row["lean_worker_us_per_run"] > 0 and row["gap_total"] > 0 and row["gap_agent"] > 0
+        assert row["lean_verdict_agent"] == ("PASS" if row["lean_ratio_agent"] <= 1.10 else "MISS")
+        assert row["lean_verdict_total"] == ("PASS" if row["lean_ratio_total"] <= row["target_total"] else "MISS")
+    yardstick = doc["sections"]["yardstick"]["rows"]
+    assert len(yardstick) == 3  # the two minimal processors and ours, each against the SDK alone
+    assert all(r["roots_scored_and_exported"] > 0 and r["ratio_total"] > 0 for r in yardstick)
+    worker = next(r for r in yardstick if r["name"].endswith("minimal processor, worker thread"))
+    assert all(r["target_total"] == pytest.approx(1 + 2 * (worker["ratio_total"] - 1), abs=0.002) for r in yardstick)
+    scorer_modes = {r["mode"] for r in doc["sections"]["scorer"]["rows"]}
+    assert scorer_modes == {"ordered-lenient", "ordered-strict", "unordered", "subset", "superset"}
+    assert all(r["spans"] > 0 for r in doc["sections"]["extraction"]["rows"])
+    offline = {r["name"].split(",")[0]: r for r in doc["sections"]["offline"]["rows"]}
+    floors = {"offline protobuf": ("ExportTraceServiceRequest.FromString", 0.10),
+              "offline json lines": ("json.loads per line, streaming", 0.40)}
+    for name, (floor, target) in floors.items():  # ours and its floor, on the same file in the same rounds
+        row = offline[name]
+        assert row["floor"] == floor and row["target"] == target
+        assert row["spans"] > 0 and row["spans_per_s"] > 0 and row["floor_spans_per_s"] > 0 and row["ratio"] > 0
+        assert row["verdict"] == ("PASS" if row["ratio"] >= target else "MISS")
+    rss = offline["offline peak RSS"]
+    assert rss["peak_rss_mb"] > 0 and rss["spans"] > 0 and rss["target"] == 300
+    assert rss["verdict"] == ("PASS" if rss["peak_rss_mb"] <= 300 else "MISS")
+    service = {r["target"]: r for r in doc["sections"]["service"]["rows"]}
+    assert service["service"]["complete"] and service["rotel"]["complete"]
+    ours = service["service"]
+    assert ours["runs_scored"] == ours["runs"] and ours["evaluation_records"] >= ours["runs"]
+    assert ours["spans_per_s"] > 0 and ours["cpu_us_per_span"] > 0  # read from the service's own /proc stat
+    assert service["rotel"]["cpu_us_per_span"] >= 0  # clock ticks: a tiny load may cost rotel less than one
+    assert ours["rotel_spans_per_s"] == service["rotel"]["spans_per_s"]
+    assert ours["rotel_cpu_us_per_span"] == service["rotel"]["cpu_us_per_span"]
+    assert ours["verdict_spans_per_s"] == ("PASS" if ours["spans_per_s"] >= 12_000 else "MISS")
+    assert ours["verdict_cpu"] == ("PASS" if ours["cpu_us_per_span"] <= 60 else "MISS")
+    imports = doc["sections"]["import_time"]["rows"]  # the two import targets, and the pydantic floor
+    assert sorted(r["target"] for r in imports if r["target"] is not None) == [0.5, 1.6]
+    for row in imports:
+        assert row["ratio"] > 0 and row["sdk_trace_ms"] > 0 and row["candidate_ms"] > 0
+        if row["target"] is not None:
+            assert row["verdict"] == ("PASS" if row["ratio"] <= row["target"] else "MISS")
+    # The table is printed too, with the verdict columns.
+    assert "## hot_path" in proc.stdout and "## import_time" in proc.stdout
+    assert "total target" in proc.stdout and "CPU µs/span" in proc.stdout and "json.loads per line, streaming" in proc.stdout
