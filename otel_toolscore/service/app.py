@@ -43,7 +43,8 @@ from .buffer import PendingTrace, TraceBuffer
 from .decode import DecodedSpan, TraceRequest, as_trace_request
 from .forward import ForwardQueue
 from .intake import IntakeResult
-from .otlp_sender import ExporterSender, TraceSender, trace_sender
+from .log_export import EncodedLoggerProvider
+from .otlp_sender import ExporterSender, TraceSender, otlp_sender, trace_sender
 from .receivers import GrpcReceiver, HttpReceiver
 from .settings import ServiceConfig
 from .spool import SpoolingIntake, spool_for
@@ -192,6 +193,8 @@ class ScoringService:
                 "scores are not exported"
             )
         spans_out = metrics_out = logs_out = None
+        logs_protocol: str | None = None
+        self._log_export: EncodedLoggerProvider | None = None  # the evaluation records, encoded (shut down first)
         self._sender: TraceSender | None = ExporterSender(span_exporter) if span_exporter is not None else None
         if exporting:
             # --export-protocol for every signal, else each signal's OTEL_EXPORTER_OTLP_* protocol
@@ -202,10 +205,12 @@ class ScoringService:
                                             max_response_bytes=svc.forward_max_response_bytes)
             else:
                 spans_out = otlp_exporter("traces", svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
-            metrics_out, logs_out = (
-                otlp_exporter(signal, svc.export_protocol or otlp_protocol(signal), svc.export_endpoint)
-                for signal in ("metrics", "logs")
-            )
+            metrics_out = otlp_exporter("metrics", svc.export_protocol or otlp_protocol("metrics"), svc.export_endpoint)
+            if logger_provider is None and not _sdk_disabled():
+                # the evaluation records leave encoded as they are written (.log_export), not through the SDK
+                logs_protocol = svc.export_protocol or otlp_protocol("logs")
+            else:
+                logs_out = otlp_exporter("logs", svc.export_protocol or otlp_protocol("logs"), svc.export_endpoint)
         resource = self._resource = service_resource()
         if meter_provider is None:
             readers = []
@@ -213,13 +218,20 @@ class ScoringService:
                 readers.append(PeriodicExportingMetricReader(metrics_out, export_interval_millis=svc.metric_export_interval_ms))
             meter_provider = MeterProvider(resource=resource, metric_readers=readers)
             self._owned.append(meter_provider)
-        if logger_provider is None:
-            logger_provider = LoggerProvider(resource=resource)
+        logs: _logs.LoggerProvider
+        if logger_provider is not None:
+            logs = logger_provider
+        elif logs_protocol is not None:
+            sender = otlp_sender("logs", logs_protocol, svc.export_endpoint, max_response_bytes=svc.forward_max_response_bytes)
+            logs = self._log_export = EncodedLoggerProvider(resource, sender, self._count_drop)
+        else:
+            sdk_logs = LoggerProvider(resource=resource)
             if logs_out is not None:
-                logger_provider.add_log_record_processor(BatchLogRecordProcessor(logs_out))
-            self._owned.append(logger_provider)
+                sdk_logs.add_log_record_processor(BatchLogRecordProcessor(logs_out))
+            logs = sdk_logs
+            self._owned.append(logs)
         self.meter_provider: metrics.MeterProvider = meter_provider
-        self.logger_provider: _logs.LoggerProvider = logger_provider
+        self.logger_provider: _logs.LoggerProvider = logs
         self._span_exporter = span_exporter if span_exporter is not None else spans_out
 
     def _instruments(self) -> None:
@@ -424,50 +436,58 @@ class ScoringService:
         ]
         items.extend((LOG, facts) for facts in trace.log_facts)
         may_root = OTLP_SPANS.may_root
-        forward = self._forward_span if self._forward is not None else None
+        forwarding = self._forward is not None
+        passed: list[Any] = []  # spans that root no run: they leave as received, at once
         for d in sorted(trace.spans, key=lambda d: (d.span._end_time, -depth[d.span_id])):
             s = d.span
             try:
                 hold = may_root(s)
             except Exception:  # odd attribute values: read (and counted) by the core
                 hold = False
-            if not hold and forward is not None:
-                forward(s, None)  # a span that roots no run leaves as received
+            if not hold and forwarding and s.wire is not None:
+                passed.append(s.wire)
             items.append((HOLD if hold else END, s))
+        if passed:
+            self._forward_wires(passed)
         self._release(self._core.feed(items))
 
     def _release(self, release: Release) -> None:
         """Hand on what the core released (roots with their scores), then its runs and counts."""
-        if self._forward is not None:
-            for span, attrs in release.spans:
-                self._forward_span(span, attrs)
+        if self._forward is not None and release.spans:
+            self._forward_wires([w for w in (self._scored_wire(span, attrs) for span, attrs in release.spans) if w])
         self.outputs.deliver(release)
 
     def _malformed(self) -> None:
         _log.debug("otel-toolscore serve: a span or log record could not be scored", exc_info=True)
         self._core.drop("malformed_span")
 
-    def _forward_span(self, span: OtlpSpan, added: dict[str, Any] | None) -> None:
-        """Hand a span to the forwarding queue (enrich-and-forward); the scorer waits for room.
-
-        A span leaves as received; a root the core scored, with the score attributes it gained
-        encoded after its received bytes (a key the sender already set: its message re-encoded with
-        the value replaced)."""
+    def _forward_wires(self, wires: list[Any]) -> None:
+        """Hand spans to the forwarding queue as received; the scorer waits for room."""
         forward = self._forward
-        wire = span.wire
-        if forward is None or wire is None:
+        if forward is None:
             return
         try:
-            if added:
-                resource, scope, encoded = wire
-                if any(k in span._dict for k in added):  # a score the sender already set: replaced
-                    encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
-                else:
-                    encoded = with_new_attributes(encoded, added)
-                wire = (resource, scope, encoded)
-            forward.put(wire, wait=True)
+            forward.put_many(wires, wait=True)
+        except Exception:
+            self.emitter.count_drop("downstream_error", len(wires))
+
+    def _scored_wire(self, span: OtlpSpan, added: dict[str, Any] | None) -> Any:
+        """A span as it leaves: as received; a root the core scored, with the score attributes it
+        gained encoded after its received bytes (a key the sender already set: its message
+        re-encoded with the value replaced). ``None`` for a span that cannot be sent (counted)."""
+        wire = span.wire
+        if wire is None or not added:
+            return wire
+        try:
+            resource, scope, encoded = wire
+            if any(k in span._dict for k in added):  # a score the sender already set: replaced
+                encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
+            else:
+                encoded = with_new_attributes(encoded, added)
+            return (resource, scope, encoded)
         except Exception:
             self.emitter.count_drop("downstream_error")
+            return None
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Add the counts made so far to the metrics, and wait — within ``timeout_millis`` — for the
@@ -557,6 +577,11 @@ class ScoringService:
             _bounded(self._forward.shutdown, flushed_by)
             self._forward.abandon()  # spans the exporter did not take in time: counted before the metrics' last export
         _bounded(self.tracer_provider.shutdown, flushed_by)
+        if self._log_export is not None:
+            # The evaluation records get half of what is left, the metrics' last export the rest: the
+            # records not sent by then (a backend down, retried) are counted before that export.
+            _bounded(self._log_export.shutdown, flushed_by + (deadline - flushed_by) / 2)
+            self._log_export.abandon()
         for provider in self._owned:
             _bounded(provider.shutdown, deadline)
         # The HTTP receiver last: /healthz answers while draining.
@@ -564,6 +589,11 @@ class ScoringService:
             r.stop(grace=0)
         if self._spool is not None:
             self._spool.close()  # what was not released stays on disk for the next start
+
+
+def _sdk_disabled() -> bool:
+    """``OTEL_SDK_DISABLED=true``: the SDK's providers are no-ops, and so are the service's records."""
+    return os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
 
 
 def _bounded(fn: Callable[[], object], deadline: float) -> None:

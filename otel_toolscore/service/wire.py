@@ -10,13 +10,26 @@ its whole request alive.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["Envelope", "WireSpan", "build_request", "encode_sdk_span", "envelope", "with_attributes", "with_new_attributes"]
+__all__ = [
+    "Envelope",
+    "WireSpan",
+    "build_request",
+    "encode_any_value",
+    "encode_attribute",
+    "encode_key_value",
+    "encode_sdk_span",
+    "envelope",
+    "varint",
+    "with_attributes",
+    "with_new_attributes",
+]
 
 #: The encoded fields around the spans of a ``ResourceSpans`` or ``ScopeSpans``: (field 1 — the
 #: resource or scope —, field 3 — the schema URL, or nothing); the spans (field 2) go between them.
@@ -27,10 +40,19 @@ WireSpan = tuple[Envelope, Envelope, bytes]
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited protobuf field (wire type 2)."""
-    return _varint((number << 3) | 2) + _varint(len(payload)) + payload
+    return varint((number << 3) | 2) + varint(len(payload)) + payload
 
 
-def _varint(value: int) -> bytes:
+#: the varints of one byte (a tag, a short length): most of those written
+_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
+
+
+def varint(value: int) -> bytes:
+    """A non-negative integer as a protobuf varint."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
+    if value < 0:
+        raise ValueError(f"{value} is negative: no varint")
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -82,9 +104,91 @@ def with_attributes(span_pb: Any, added: Mapping[str, Any]) -> Any:
 def with_new_attributes(span: bytes, added: Mapping[str, Any]) -> bytes:
     """An encoded ``Span`` with ``added`` attributes appended, none of whose keys it has: a repeated
     field's entries may follow the message's other fields, so the span is not parsed at all."""
-    return span + b"".join(
-        _field(_SPAN_ATTRIBUTES, KeyValue(key=k, value=_any_value(v)).SerializeToString()) for k, v in added.items()
-    )
+    return span + b"".join([encode_attribute(k, v) for k, v in added.items()])
+
+
+#: A ``Span.attributes`` entry's tag, and a ``KeyValue``'s and an ``AnyValue``'s field tags.
+_ATTRIBUTE_TAG = b"\x4a"
+_KEY_TAG, _VALUE_TAG = b"\x0a", b"\x12"
+_STRING, _BOOL, _INT, _DOUBLE, _ARRAY, _KVLIST, _BYTES = b"\x0a", b"\x10", b"\x18", b"\x21", b"\x2a", b"\x32", b"\x3a"
+_TRUE, _FALSE = _BOOL + b"\x01", _BOOL + b"\x00"
+_DOUBLE_BITS = struct.Struct("<d")
+_INT64 = 1 << 63
+#: Encoded ``KeyValue.key`` fields by key; encoded attributes by (key, type, value) for the scalar
+#: values that recur run after run (labels, flags, annotation names). Bounded: a process writes a
+#: fixed set of score keys, and a value seen past the bound is encoded each time.
+_KEYS: dict[str, bytes] = {}
+_ENCODED: dict[tuple[str, type, Any], bytes] = {}
+_CACHE_LIMIT = 4096
+
+
+def encode_attribute(key: str, value: Any) -> bytes:
+    """One ``Span.attributes`` entry (field 9) holding ``KeyValue(key, value)``, encoded as protobuf
+    encodes it (byte for byte: ``tests/test_forward_wire.py``), the key's field and the framing
+    computed once per key."""
+    kind = type(value)
+    cached = kind is str or kind is bool or kind is int  # not float: 0.0 == -0.0, and scores vary
+    if cached:
+        hit = _ENCODED.get((key, kind, value))
+        if hit is not None:
+            return hit
+    kv = encode_key_value(key, value)
+    out = _ATTRIBUTE_TAG + varint(len(kv)) + kv
+    if cached and len(_ENCODED) < _CACHE_LIMIT:
+        _ENCODED[(key, kind, value)] = out
+    return out
+
+
+def encode_key_value(key: str, value: Any, *, mappings: bool = False) -> bytes:
+    """``KeyValue(key, value)`` encoded (see :func:`encode_any_value` for ``mappings``)."""
+    field = _KEYS.get(key)
+    if field is None:
+        encoded_key = key.encode()
+        # proto3 leaves an empty string out
+        field = _KEY_TAG + varint(len(encoded_key)) + encoded_key if encoded_key else b""
+        if len(_KEYS) < _CACHE_LIMIT:
+            _KEYS[key] = field
+    any_value = encode_any_value(value, mappings=mappings)
+    return field + _VALUE_TAG + varint(len(any_value)) + any_value
+
+
+def encode_any_value(value: Any, *, mappings: bool = False) -> bytes:
+    """An ``AnyValue`` encoded (a oneof: a false or zero value is written too): as :func:`_any_value`
+    builds it for a span attribute, or — ``mappings`` — as the SDK's exporter encodes a log record's
+    body and attributes (a mapping as a key-value list, ``None`` as an empty value)."""
+    if isinstance(value, bool):
+        return _TRUE if value else _FALSE
+    if isinstance(value, int):
+        if not -_INT64 <= value < _INT64:
+            raise ValueError(f"{value} is out of range for an int64 attribute")
+        return _INT + varint(value & 0xFFFFFFFFFFFFFFFF)
+    if isinstance(value, float):
+        return _DOUBLE + _DOUBLE_BITS.pack(value)
+    if isinstance(value, str):
+        text = value.encode()
+        return _STRING + varint(len(text)) + text
+    if isinstance(value, bytes):
+        return _BYTES + varint(len(value)) + value
+    if isinstance(value, Sequence):
+        items = []
+        for v in value:
+            item = encode_any_value(v, mappings=mappings)
+            items.append(_KEY_TAG + varint(len(item)) + item)  # ArrayValue.values (field 1)
+        array = b"".join(items)
+        return _ARRAY + varint(len(array)) + array
+    if mappings:
+        if value is None:
+            return b""
+        if isinstance(value, Mapping):
+            entries = []
+            for k, v in value.items():
+                kv = encode_key_value(str(k), v, mappings=True)
+                entries.append(_KEY_TAG + varint(len(kv)) + kv)  # KeyValueList.values (field 1)
+            kvlist = b"".join(entries)
+            return _KVLIST + varint(len(kvlist)) + kvlist
+        raise ValueError(f"invalid type {type(value).__name__} of a log record value")
+    text = str(value).encode()
+    return _STRING + varint(len(text)) + text
 
 
 def encode_sdk_span(span: ReadableSpan) -> WireSpan:
