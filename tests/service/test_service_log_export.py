@@ -22,7 +22,7 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 
-from otel_toolscore.service.app import service_resource
+from otel_toolscore.service._outputs import service_resource
 from otel_toolscore.service.log_export import EncodedLoggerProvider, encode_log_record
 from otel_toolscore.service.otlp_sender import otlp_sender
 from otel_toolscore.service.wire import encode_any_value, varint
