@@ -11,7 +11,6 @@ import re
 import threading
 import time
 from collections import Counter
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
 from .envconfig import ConfigError
@@ -102,6 +101,10 @@ def retry_after_seconds(value: str | None) -> float | None:
         pass
     else:
         return max(0.0, seconds) if seconds == seconds and seconds != float("inf") else None
+    # email.utils loads with the first HTTP date: the span processor's import path counts refusals
+    # through this module and never reads a Retry-After
+    from email.utils import parsedate_to_datetime
+
     try:
         return max(0.0, parsedate_to_datetime(text).timestamp() - time.time())
     except (TypeError, ValueError, IndexError, OverflowError):
