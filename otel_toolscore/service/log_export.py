@@ -328,18 +328,22 @@ class EncodedLoggerProvider(_logs.LoggerProvider):
     def get_logger(
         self, name: str, version: str | None = None, schema_url: str | None = None, attributes: Any = None
     ) -> _logs.Logger:
+        if attributes is not None:  # as the SDK's provider: a scope with attributes is not cached
+            return self._new_logger(name, version, schema_url, attributes)
         key = (name, version, schema_url)
         with self._lock:
             logger = self._loggers.get(key)
             if logger is None:
-                scope = PbScope(name=name, version=version or "")
-                if attributes:
-                    scope.attributes.extend(
-                        KeyValue.FromString(encode_key_value(k, v, mappings=True)) for k, v in attributes.items()
-                    )
-                logger = _EncodedLogger(self, envelope(scope, schema_url or ""), self._limits, name)
-                self._loggers[key] = logger
+                logger = self._loggers[key] = self._new_logger(name, version, schema_url, None)
         return logger
+
+    def _new_logger(self, name: str, version: str | None, schema_url: str | None, attributes: Any) -> _EncodedLogger:
+        scope = PbScope(name=name, version=version or "")
+        if attributes:
+            scope.attributes.extend(
+                KeyValue.FromString(encode_key_value(k, v, mappings=True)) for k, v in attributes.items()
+            )
+        return _EncodedLogger(self, envelope(scope, schema_url or ""), self._limits, name)
 
     def put(self, scope: Envelope, record: bytes) -> None:
         """Queue one encoded record (never waits: a full queue drops it, counted)."""

@@ -201,6 +201,8 @@ def test_attribute_limits_from_the_environment_are_the_sdks(monkeypatch: pytest.
 
     def emit(provider: Any) -> None:
         logger = provider.get_logger("limits", "1.0", "https://example.com/schema")
+        scoped = provider.get_logger("limits", "1.0", "https://example.com/schema", attributes={"tier": "gold"})
+        scoped.emit(body="from a scope with attributes", attributes={"a": 1})
         many = {f"k{i}": "a long value" for i in range(7)}
         logger.emit(body="plain", attributes={"a": 1, "b": "short", "c": 2.5})
         logger.emit(body={"m": [1, "two"]}, attributes=many, severity_number=SeverityNumber.ERROR, severity_text="E",
@@ -212,7 +214,9 @@ def test_attribute_limits_from_the_environment_are_the_sdks(monkeypatch: pytest.
             logger.emit(body="failed", attributes={"x": "y"}, exception=exc)
 
     got = _sdk_and_ours("http/protobuf", Resource({"service.name": "limits"}), emit)
-    assert len(got) == 4
+    assert len(got) == 5
+    assert {kv.key: kv.value.string_value for kv in got[0][1].attributes} == {"tier": "gold"}
+    got = got[1:]
     assert got[1][2].dropped_attributes_count == 3 and len(got[1][2].attributes) == 4
     assert {kv.key: kv.value.string_value for kv in got[1][2].attributes}["k6"] == "a long"  # the oldest dropped
 
