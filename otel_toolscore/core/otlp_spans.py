@@ -295,7 +295,7 @@ class OtlpSpan:
     Ids are lower-case hex, as the extractor names them; ``trace_id`` is the trace id as a number
     where the adapter keeps one (the service). ``parent_remote``: the parent is in another process
     (``None``: not said). ``wire``: the span as received, with its resource's and scope's encoded
-    fields (:data:`otel_toolscore.service.wire.WireSpan`), where it is to be forwarded.
+    fields (:data:`otel_toolscore.service._wire.WireSpan`), where it is to be forwarded.
     """
 
     __slots__ = (

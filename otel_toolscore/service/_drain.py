@@ -1,6 +1,6 @@
 """How the service spends its drain budget, and the shutdown steps that must not outlive it.
 
-A drain (SIGTERM, :meth:`~.app.ScoringService.shutdown`) is given its time once. Scoring gets the
+A drain (SIGTERM, :meth:`~._app.ScoringService.shutdown`) is given its time once. Scoring gets the
 first 60 % of it, the judge and forwarding flush the next 25 %, the final metric and log exports
 the rest; what is left at a deadline is counted (``toolscore.dropped{reason=drain_timeout}``),
 never waited for. An exporter's shutdown can block past any timeout of its own (a backend that

@@ -4,7 +4,7 @@ metrics, its evaluation records, its own spans and the spans it forwards.
 Each is injected (tests, embedding) or built from the export settings: ``--export-protocol`` for
 every signal, else each signal's ``OTEL_EXPORTER_OTLP_*`` protocol (default ``http/protobuf``, like
 every OpenTelemetry SDK). Forwarded spans leave through a sender of encoded requests (as received);
-the evaluation records are encoded as they are written (:mod:`.log_export`), not through the SDK.
+the evaluation records are encoded as they are written (:mod:`._log_export`), not through the SDK.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from .._version import __version__
 from ..telemetry._exporters import otlp_exporter, otlp_protocol
-from .log_export import EncodedLoggerProvider
-from .otlp_sender import ExporterSender, TraceSender, otlp_sender, trace_sender
+from ._log_export import EncodedLoggerProvider
+from ._otlp_sender import ExporterSender, TraceSender, otlp_sender, trace_sender
 from .settings import ServiceSettings
 
 __all__ = ["BorrowedProcessor", "ServiceOutputs", "build_outputs", "service_resource"]

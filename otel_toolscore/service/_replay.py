@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core import END, HOLD, LOG, START
 from ..core.otlp_spans import OTLP_SPANS
-from .buffer import PendingTrace
+from ._buffer import PendingTrace
 
 __all__ = ["replay"]
 

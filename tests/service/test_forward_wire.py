@@ -33,10 +33,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolscore import Expectation
 from otel_toolscore.scripted import run_scripted_agent
-from otel_toolscore.service.app import ScoringService
-from otel_toolscore.service.otlp_sender import GrpcTraceSender, HttpTraceSender, trace_sender
+from otel_toolscore.service._app import ScoringService
+from otel_toolscore.service._otlp_sender import GrpcTraceSender, HttpTraceSender, trace_sender
+from otel_toolscore.service._wire import build_request, envelope, with_attributes
 from otel_toolscore.service.settings import load_config
-from otel_toolscore.service.wire import build_request, envelope, with_attributes
 from tests.support.telemetry import counter_by
 from tests.tools.otlp import capture_server, drain_after_first_request, grpc_capture_server, scripted_http
 
@@ -295,7 +295,7 @@ def test_grpc_sender_retries_unavailable_and_exhausted_with_retry_info_only() ->
 def test_batches_are_cut_at_the_request_byte_limit() -> None:
     """A batch of 512 spans with content can pass gRPC's 4 MiB default, and the receiver refuses it for
     good: requests are cut at ``forward_request_bytes`` (a larger span goes alone)."""
-    from otel_toolscore.service.forward import ForwardQueue
+    from otel_toolscore.service._forward import ForwardQueue
 
     sent: list[Any] = []
 
@@ -334,7 +334,7 @@ def test_batches_are_cut_at_the_request_byte_limit() -> None:
 def test_new_attributes_are_appended_without_parsing_the_span() -> None:
     """A root gains its scores by appending encoded attributes to its received bytes: the message
     that reads back is the one the parse-and-patch path builds."""
-    from otel_toolscore.service.wire import with_new_attributes
+    from otel_toolscore.service._wire import with_new_attributes
 
     span = next(iter(_spans(_agent_request()).values()))
     added = {"toolscore.code.score": 1.0, "toolscore.code.actual_tools": ("a", "b"), "toolscore.tool_call_count": 2}
@@ -362,7 +362,7 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_in_spans() -> None:
     """16,384 queued spans of 1 MB each would hold 16 GB: the queue also counts encoded bytes,
     pushes back at half of its byte capacity and refuses (counted) past it; a span larger than the
     whole capacity still goes, alone."""
-    from otel_toolscore.service.forward import ForwardQueue
+    from otel_toolscore.service._forward import ForwardQueue
 
     release = threading.Event()
 
@@ -553,7 +553,7 @@ def test_score_attributes_encode_byte_for_byte_as_protobuf_does() -> None:
     the encoding of values that recur cached) are the bytes protobuf writes for the same KeyValue."""
     import random
 
-    from otel_toolscore.service.wire import _SPAN_ATTRIBUTES, _any_value, _field, encode_attribute
+    from otel_toolscore.service._wire import _SPAN_ATTRIBUTES, _any_value, _field, encode_attribute
 
     rnd = random.Random(5)
     values: list[Any] = [True, False, 0, 1, -1, (1 << 63) - 1, -(1 << 63), 127, 128, 0.0, -0.0, 1.5, float("inf"),

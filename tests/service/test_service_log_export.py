@@ -1,4 +1,4 @@
-"""The service's evaluation records, encoded directly (service/log_export.py), are the records the
+"""The service's evaluation records, encoded directly (service/_log_export.py), are the records the
 SDK's logger provider and OTLP exporter send: the same resource, scope, fields, body and attributes,
 over OTLP/HTTP and OTLP/gRPC, to real receivers on 127.0.0.1; a full queue and a backend that never
 takes a batch are counted, not lost silently; the bytes of every value type are protobuf's."""
@@ -22,10 +22,10 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 
+from otel_toolscore.service._log_export import EncodedLoggerProvider, encode_log_record
+from otel_toolscore.service._otlp_sender import otlp_sender
 from otel_toolscore.service._outputs import service_resource
-from otel_toolscore.service.log_export import EncodedLoggerProvider, encode_log_record
-from otel_toolscore.service.otlp_sender import otlp_sender
-from otel_toolscore.service.wire import encode_any_value, varint
+from otel_toolscore.service._wire import encode_any_value, varint
 from otel_toolscore.telemetry import Emitter, RunRef
 from tests.support.telemetry import counter_by
 from tests.tools.otlp import (

@@ -7,9 +7,9 @@ it: 47 to 60 µs of CPU per record written by the emitter, measured alone on the
 this module takes 12 to 15 µs (the service writes one record a run, more with the judge). The
 records are the service's own, their shape known, so :class:`EncodedLoggerProvider` writes each as
 the bytes of its ``LogRecord`` when it is emitted, and sends them in batches through the queue and
-sender enrich-and-forward uses (:class:`~.forward.ForwardQueue`: the resource's and scope's fields
+sender enrich-and-forward uses (:class:`~._forward.ForwardQueue`: the resource's and scope's fields
 encoded once, the request assembled by concatenation — a logs request nests as a traces request
-does —; :func:`~.otlp_sender.otlp_sender`: ``OTEL_EXPORTER_OTLP_LOGS_*`` then
+does —; :func:`~._otlp_sender.otlp_sender`: ``OTEL_EXPORTER_OTLP_LOGS_*`` then
 ``OTEL_EXPORTER_OTLP_*``, retries as OTLP says).
 
 What leaves is what the SDK's exporter sends (``tests/test_service_log_export.py`` compares them
@@ -43,9 +43,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import get_current_span
 
 from ..envconfig import warn_env
-from .forward import ForwardQueue
-from .otlp_sender import TraceSender
-from .wire import Envelope, encode_any_value, encode_key_value, envelope, varint
+from ._forward import ForwardQueue
+from ._otlp_sender import TraceSender
+from ._wire import Envelope, encode_any_value, encode_key_value, envelope, varint
 
 __all__ = ["EncodedLoggerProvider", "encode_log_record"]
 

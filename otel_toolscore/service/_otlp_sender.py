@@ -1,5 +1,5 @@
 """Sending encoded OTLP requests: what enrich-and-forward hands on, as received, and the service's
-own log records, encoded directly (:mod:`.log_export`).
+own log records, encoded directly (:mod:`._log_export`).
 
 The SDK's OTLP exporters take only SDK objects and encode every item again; their raw paths are
 private. Forwarding the spans a sender gave us, untouched, needs a sender of encoded requests, so
@@ -327,7 +327,7 @@ class ExporterSender:
     def send(self, body: bytes, spans: int) -> bool:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        from .decode import decode_spans
+        from ._decode import decode_spans
 
         decoded = [d.span for d in decode_spans(ExportTraceServiceRequest.FromString(body))]
         return bool(self.exporter.export(decoded) is SpanExportResult.SUCCESS)

@@ -1,13 +1,13 @@
 """The scoring service: OTLP in, the scoring core in the middle, OTLP out.
 
-Received spans are decoded into views read in place (:mod:`.decode`, :mod:`otel_toolscore.core.otlp_spans`:
+Received spans are decoded into views read in place (:mod:`._decode`, :mod:`otel_toolscore.core.otlp_spans`:
 no SDK span per span, attribute values decoded when a reader looks them up) and buffered by trace
-(:mod:`.buffer`). When a trace is complete, the scorer thread runs it through the same core the span
+(:mod:`._buffer`). When a trace is complete, the scorer thread runs it through the same core the span
 processor runs (:class:`~otel_toolscore.core.Core`: starts in start order, log facts, ends in end
 order, as a live process would have), with the same outputs (:class:`~otel_toolscore.core.Outputs`:
 events, metrics, sinks, callbacks, the judge). In enrich-and-forward mode every span is handed to the
 forwarding queue as it was received (its encoded bytes, never re-encoded), a run's root with the
-encoded score attributes appended to them (:mod:`.wire`, :mod:`.forward`, :mod:`.otlp_sender`).
+encoded score attributes appended to them (:mod:`._wire`, :mod:`._forward`, :mod:`._otlp_sender`).
 """
 
 from __future__ import annotations
@@ -32,17 +32,17 @@ from ..core.otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
 from ..telemetry import names
+from ._buffer import PendingTrace, TraceBuffer
+from ._decode import DecodedSpan, TraceRequest, as_trace_request
 from ._drain import DrainPlan, within
+from ._forward import ForwardQueue
+from ._intake import IntakeResult
 from ._outputs import BorrowedProcessor, build_outputs, service_resource
+from ._receivers import GrpcReceiver, HttpReceiver
 from ._replay import replay
-from .buffer import PendingTrace, TraceBuffer
-from .decode import DecodedSpan, TraceRequest, as_trace_request
-from .forward import ForwardQueue
-from .intake import IntakeResult
-from .receivers import GrpcReceiver, HttpReceiver
+from ._spool import SpoolingIntake, spool_for
+from ._wire import with_attributes, with_new_attributes
 from .settings import ServiceConfig
-from .spool import SpoolingIntake, spool_for
-from .wire import with_attributes, with_new_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -58,7 +58,7 @@ _log = logging.getLogger(__name__)
 class ScoringService:
     """Buffers OTLP spans and log records by trace and scores each completed trace.
 
-    The receivers (:mod:`.receivers`) call :meth:`accept_spans` / :meth:`accept_logs`; :meth:`start`
+    The receivers (:mod:`._receivers`) call :meth:`accept_spans` / :meth:`accept_logs`; :meth:`start`
     starts them and the scorer thread; :meth:`shutdown` drains (refuse new data, score everything
     buffered, flush the exports).
 
@@ -227,7 +227,7 @@ class ScoringService:
 
     def accept_spans(self, request: ExportTraceServiceRequest | TraceRequest) -> IntakeResult:
         """Buffer the spans of a trace export request (the receivers hand over a parsed
-        :class:`~.decode.TraceRequest`; a decoded standard message is taken too)."""
+        :class:`~._decode.TraceRequest`; a decoded standard message is taken too)."""
         received = as_trace_request(request)
         total = received.total
         if self._draining:

@@ -1,8 +1,8 @@
 """Enrich-and-forward's exporting queue, bounded and counted: nothing leaves it silently.
 
-It holds spans *as received* (:mod:`.wire`: each span's encoded bytes with its resource's and
+It holds spans *as received* (:mod:`._wire`: each span's encoded bytes with its resource's and
 scope's) and sends them in batches — up to 512 spans and ``request_bytes``, or after 1 s — through a
-:class:`~.otlp_sender.TraceSender`. SDK spans (the service's own judge carrier spans) are encoded
+:class:`~._otlp_sender.TraceSender`. SDK spans (the service's own judge carrier spans) are encoded
 once with the SDK's public encoder and join the same queue.
 
 It sits behind a count of the spans taken and not yet through the sender (queued or being sent),
@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from .otlp_sender import TraceSender
-from .wire import WireSpan, build_request, encode_sdk_span
+from ._otlp_sender import TraceSender
+from ._wire import WireSpan, build_request, encode_sdk_span
 
 __all__ = ["FORWARD_WAIT_S", "ForwardQueue"]
 

@@ -5,7 +5,7 @@ span is an :class:`~otel_toolscore.core.otlp_spans.OtlpSpan` view over its decod
 attributes a key table, values decoded when a reader looks a key up), never an SDK
 ``ReadableSpan`` (:func:`trace_request`). The request around the spans is parsed with each span
 left as its encoded bytes, which the view keeps: in enrich-and-forward mode a span leaves as
-received, never re-encoded (:mod:`.wire`).
+received, never re-encoded (:mod:`._wire`).
 
 :func:`decode_spans` still turns a request into SDK ``ReadableSpan`` objects, for an injected SDK
 ``SpanExporter`` (and for replaying recorded traces through a live span processor).
@@ -30,7 +30,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from ..core.otlp_spans import LEAN_SPAN, LEAN_TRACE_REQUEST, OtlpResource, lean_span_view, scope_view
 from ..extract.records import any_value
-from .wire import Envelope, WireSpan, envelope
+from ._wire import Envelope, WireSpan, envelope
 
 __all__ = [
     "DecodeError",
@@ -74,7 +74,7 @@ class DecodedSpan:
     # Whether the sender said the parent is in another process (``None``: not said, older senders).
     parent_remote: bool | None
     cost: int  # estimated bytes held while buffered
-    #: the span as received, encoded (:data:`.wire.WireSpan`), kept for enrich-and-forward
+    #: the span as received, encoded (:data:`._wire.WireSpan`), kept for enrich-and-forward
     wire: WireSpan | None = None
 
 
@@ -152,7 +152,7 @@ def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False)
     ``ReadableSpan`` (what an injected SDK ``SpanExporter`` takes).
 
     ``keep_wire``: each span also keeps its encoded bytes, and its resource's and scope's (forwarded
-    as received, :mod:`.wire`); they are counted in its cost once more."""
+    as received, :mod:`._wire`); they are counted in its cost once more."""
     for rs in request.resource_spans:
         resource = Resource(_attrs(rs.resource.attributes), rs.schema_url or None)
         # The resource and each scope are decoded once per request and held as long as any of their
