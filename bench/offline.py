@@ -33,7 +33,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_toolscore.extract import extract_runs_with_report
-from otel_toolscore.service.decode import _hex_ids_to_base64
+from otel_toolscore.service._decode import _hex_ids_to_base64
 
 from .common import Result, measure_paired, timed
 

@@ -133,7 +133,7 @@ _refusals: Counter[tuple[str, str]] = Counter()
 
 
 def count_http_refusal(client: str, reason: str) -> None:
-    """One answer of ``client`` (``phoenix``, ``langfuse``, ``judge``, ``forward``) refused for ``reason``."""
+    """One answer of ``client`` (``phoenix``, ``langfuse``, ``judge``, ``forward``, ``logs``) refused for ``reason``."""
     with _refusals_lock:
         _refusals[(client, reason)] += 1
 

@@ -193,12 +193,13 @@ class Outputs:
 def only_queues(logger_provider: Any) -> bool:
     """Whether writing a log record through ``logger_provider`` only queues it (never blocks on an
     exporter): the SDK's provider whose processors are all batch processors (or ours, which queue),
-    or a no-op provider. Anything else may block in ``emit``."""
+    a no-op provider, or one whose ``only_queues`` attribute is ``True``. Anything else may block in
+    ``emit``."""
     try:
         from opentelemetry._logs import NoOpLoggerProvider
 
-        if isinstance(logger_provider, NoOpLoggerProvider):
-            return True
+        if isinstance(logger_provider, NoOpLoggerProvider) or getattr(logger_provider, "only_queues", False) is True:
+            return True  # a provider of our own says so with a class attribute: the core knows no adapter
         if "opentelemetry.sdk._logs" not in sys.modules:
             return False  # not the SDK's provider (and the SDK's logs need not load to tell)
         from opentelemetry.sdk._logs import LoggerProvider

@@ -147,31 +147,30 @@ _EMPTY: Mapping[str, Any] = {}
 class OtlpAttributes(Mapping[str, Any]):
     """A protobuf span's attributes: a key table built by the parser, values decoded on first look-up.
 
-    ``get``, ``[]``, ``in`` and ``len`` use the table; ``iter()`` gives the keys in the table's order
-    (what a test for a set of keys needs, at no cost); ``keys()``, ``values()`` and ``items()`` follow
+    ``get``, ``[]``, ``in`` and ``len`` use a set of the table's keys (built once per span: a look-up
+    in it, a miss above all, costs less than the table's own, and a key that is no string is simply
+    absent); ``iter()`` gives those keys in no set order (what a test for a set of keys needs, at no
+    cost); ``keys()``, ``values()`` and ``items()`` follow
     the span's own order (read from its bytes once: a dict built from them equals, in order too, the
     one :func:`~otel_toolscore.extract.records.span_records_from_proto` builds). A repeated key keeps
     its first place and its last value, as a dict built from the list does.
     """
 
-    __slots__ = ("_order", "_raw", "_table", "_values")
+    __slots__ = ("_keys", "_order", "_raw", "_table", "_values")
 
     def __init__(self, table: Any, raw: bytes | None) -> None:
         self._table = table
+        self._keys = frozenset(table)
         self._raw = raw
         self._values: dict[str, Any] = {}
         self._order: list[str] | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
+        if key not in self._keys:
+            return default
         value = self._values.get(key, _MISSING)
         if value is _MISSING:
-            try:
-                raw = self._table.get(key)
-            except TypeError:  # not a string: no such key
-                return default
-            if raw is None:
-                return default
-            value = self._values[key] = any_value(raw)
+            value = self._values[key] = any_value(self._table[key])
         return value
 
     def __getitem__(self, key: str) -> Any:
@@ -181,16 +180,13 @@ class OtlpAttributes(Mapping[str, Any]):
         return value
 
     def __contains__(self, key: object) -> bool:
-        try:
-            return key in self._table
-        except TypeError:
-            return False
+        return key in self._keys
 
     def __len__(self) -> int:
-        return len(self._table)
+        return len(self._keys)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._table)
+        return iter(self._keys)
 
     def keys(self) -> list[str]:  # type: ignore[override]
         return list(self._ordered())
@@ -279,6 +275,7 @@ class OtlpResource:
 
 
 _STATUSES = (Status(StatusCode.UNSET), Status(StatusCode.OK))
+_UNSET = _STATUSES[0]
 _STATUS_NAMES = ("UNSET", "OK", "ERROR")
 _KIND_NAMES = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 # OTLP SpanKind numbers (UNSPECIFIED=0, INTERNAL=1, ...) to the API's enum (INTERNAL=0, ...)
@@ -300,7 +297,7 @@ class OtlpSpan:
     Ids are lower-case hex, as the extractor names them; ``trace_id`` is the trace id as a number
     where the adapter keeps one (the service). ``parent_remote``: the parent is in another process
     (``None``: not said). ``wire``: the span as received, with its resource's and scope's encoded
-    fields (:data:`otel_toolscore.service.wire.WireSpan`), where it is to be forwarded.
+    fields (:data:`otel_toolscore.service._wire.WireSpan`), where it is to be forwarded.
     """
 
     __slots__ = (
@@ -431,6 +428,9 @@ def _event_views(events: Any) -> tuple[OtlpEvent, ...]:
     )
 
 
+_new = object.__new__
+
+
 def lean_span_view(
     raw: bytes,
     trace_hex: str,
@@ -440,24 +440,34 @@ def lean_span_view(
     scope: OtlpScope | None,
     resource: OtlpResource | None,
 ) -> OtlpSpan:
-    """A view of one span: ``message`` is ``raw`` parsed as :data:`LEAN_SPAN`."""
+    """A view of one span: ``message`` is ``raw`` parsed as :data:`LEAN_SPAN` (the fields read once,
+    each into its slot: one view is built per received span)."""
+    view: OtlpSpan = _new(OtlpSpan)
+    view._name = message.name
+    view._dict = OtlpAttributes(message.attributes, raw)
+    view.trace_hex = trace_hex
+    view.span_hex = span_hex
+    view.parent_hex = parent_hex
+    view._kind = message.kind
+    view._start_time = message.start_time_unix_nano
+    view._end_time = message.end_time_unix_nano
     status = message.status
     code = status.code
-    return OtlpSpan(
-        message.name,
-        OtlpAttributes(message.attributes, raw),
-        trace_hex,
-        span_hex,
-        parent_hex,
-        kind=message.kind,
-        start_time=message.start_time_unix_nano,
-        end_time=message.end_time_unix_nano,
-        status_code=code if 0 <= code < 3 else 0,
-        status_message=status.message or None,
-        events=_event_views(message.events) if message.events else (),
-        scope=scope,
-        resource=resource,
-    )
+    if code:
+        message_text = status.message or None
+        view._status = status_of(code, message_text)
+        view.status_message = message_text
+    else:
+        view._status = _UNSET
+        view.status_message = None
+    events = message.events
+    view._events = _event_views(events) if events else ()
+    view._instrumentation_scope = scope
+    view.resource = resource
+    view.trace_id = 0
+    view.parent_remote = None
+    view.wire = None
+    return view
 
 
 def span_views(groups: Iterable[tuple[Any, Any, Iterable[tuple[bytes, Any]]]]) -> Iterator[OtlpSpan]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .app import IntakeResult, ScoringService
+from ._app import IntakeResult, ScoringService
 from .settings import ServiceConfig, ServiceSettings, load_config
 
 __all__ = ["IntakeResult", "ScoringService", "ServiceConfig", "ServiceSettings", "load_config"]

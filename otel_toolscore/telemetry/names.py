@@ -94,10 +94,10 @@ DROP_REASONS: Final = (
     # a run's root whose end found the span queue full and the lost-roots list (4,096) full too
     "lost_root_untracked",
 )
-# -- our HTTP clients (sinks, judge, forwarding) -------------------------------------------------------
+# -- our HTTP clients (sinks, judge, forwarding, the service's own log records) ---------------------------
 # Answers refused by one of our HTTP clients, by client and reason (`toolscore.http.client.refused`).
 METRIC_HTTP_CLIENT_REFUSED: Final = "toolscore.http.client.refused"
-HTTP_CLIENTS: Final = ("phoenix", "langfuse", "judge", "forward")
+HTTP_CLIENTS: Final = ("phoenix", "langfuse", "judge", "forward", "logs")
 # response_too_large: a body (decoded) over the client's `max_response_bytes`, or announced over it by
 # Content-Length; redirect: a redirect to another origin (scheme, host, port), never followed;
 # deadline: no complete answer (connect to last byte) within the request's deadline.
@@ -179,8 +179,10 @@ SERVICE_TRACE_OUTCOMES: Final = ("complete", "timeout", "drained")
 # drain_timeout: buffered spans not scored (or not forwarded) before the SIGTERM drain deadline;
 # forward_queue_full / forward_failed: enrich-and-forward spans the exporter never took / could not send;
 # duplicate_span: a span the buffer already held (a sender's retry), kept once;
-# queue_corrupt (`--queue-dir`): a request found damaged on disk at start, not replayed.
+# queue_corrupt (`--queue-dir`): a request found damaged on disk at start, not replayed;
+# log_queue_full / log_export_failed: the service's own evaluation records its log export queue had
+# no room for / the backend never took, or the drain's end cut off (records, not spans: not drain_timeout).
 SERVICE_DROP_REASONS: Final = (
     "late_log", "orphan_logs", "invalid_span", "drain_timeout", "forward_queue_full", "forward_failed", "duplicate_span",
-    "queue_corrupt",
+    "queue_corrupt", "log_queue_full", "log_export_failed",
 )

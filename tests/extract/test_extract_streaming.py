@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_toolscore.extract import ExtractionReport, extract_runs, extract_runs_with_report, iter_runs, sources
 from otel_toolscore.extract.otlp_json import log_views_from_json, span_records_from_json
 from otel_toolscore.extract.records import log_views_from_proto, span_records_from_proto
-from otel_toolscore.service.decode import _hex_ids_to_base64
+from otel_toolscore.service._decode import _hex_ids_to_base64
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 FILES = sorted(p for p in CORPUS.glob("**/*.jsonl") if "node_modules" not in p.parts)

@@ -20,8 +20,8 @@ import pytest
 from otel_toolscore import JudgeSampler, create_tool_call_accuracy_scorer_llm
 from otel_toolscore.model import AgentRun, ToolCall, ToolDefinition
 from otel_toolscore.scorers.llm import JudgeError, JudgeErrorKind, ToolCallAccuracyLLMScorer, score_answer
-from tests.support.openai_server import OpenAITestServer, Reply, chat_completion, echo_judge, error, judge_answer
 from tests.judge.test_judge_online import make_pipe
+from tests.support.openai_server import OpenAITestServer, Reply, chat_completion, echo_judge, error, judge_answer
 
 pytestmark = pytest.mark.timeout(90)
 

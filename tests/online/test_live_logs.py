@@ -31,7 +31,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFl
 from otel_toolscore import Expectation, ToolScoreLogRecordProcessor, ToolScoreSpanProcessor
 from otel_toolscore.extract import extract_runs, log_views_from_proto
 from otel_toolscore.online.live import ScoredRun
-from otel_toolscore.service.decode import decode_spans, parse_logs_request, parse_trace_request
+from otel_toolscore.service._decode import decode_spans, parse_logs_request, parse_trace_request
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"

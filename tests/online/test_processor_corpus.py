@@ -20,7 +20,7 @@ import pytest
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
 from otel_toolscore.extract import extract_runs, log_views_from_proto, read_log
 from otel_toolscore.online.processor import ScoredRun
-from otel_toolscore.service.decode import decode_spans, parse_logs_request, parse_trace_request
+from otel_toolscore.service._decode import decode_spans, parse_logs_request, parse_trace_request
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 FILES = sorted(p for p in CORPUS.rglob("*.traces.jsonl") if "node_modules" not in p.parts)

@@ -149,7 +149,7 @@ def test_the_service_imports_the_core_not_the_span_processor() -> None:
     for module in graph:
         if module.startswith("otel_toolscore.service"):
             assert processor not in graph[module], module
-    assert "otel_toolscore.core" in graph["otel_toolscore.service.app"]
+    assert "otel_toolscore.core" in graph["otel_toolscore.service._app"]
     for core in (m for m in graph if m.startswith("otel_toolscore.core")):
         assert processor not in graph[core], core
 

@@ -33,12 +33,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolscore import Expectation
 from otel_toolscore.scripted import run_scripted_agent
-from otel_toolscore.service.app import ScoringService
-from otel_toolscore.service.otlp_sender import GrpcTraceSender, HttpTraceSender, trace_sender
+from otel_toolscore.service._app import ScoringService
+from otel_toolscore.service._otlp_sender import GrpcTraceSender, HttpTraceSender, trace_sender
+from otel_toolscore.service._wire import build_request, envelope, with_attributes
 from otel_toolscore.service.settings import load_config
-from otel_toolscore.service.wire import build_request, envelope, with_attributes
-from tests.support.telemetry import metric_points
-from tests.tools.otlp import capture_server, grpc_capture_server
+from tests.support.telemetry import counter_by
+from tests.tools.otlp import capture_server, drain_after_first_request, grpc_capture_server, scripted_http
 
 RULES = [Expectation(agent_name="weather_agent", expected_tool="get_weather")]
 
@@ -171,35 +171,6 @@ def test_a_batch_is_the_received_request_again_and_groups_by_resource_and_scope(
 
 
 # -- the HTTP sender ----------------------------------------------------------------------------------------
-@contextmanager
-def scripted_http(responses: list[tuple[int, dict[str, str]]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """An OTLP/HTTP endpoint answering with ``responses`` in turn (the last one repeats)."""
-    seen: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append({"headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "at": time.monotonic()})
-            status, headers = responses[min(len(seen) - 1, len(responses) - 1)]
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_http_sender_retries_what_otlp_calls_retryable_and_honours_retry_after() -> None:
     request = _agent_request()
     with scripted_http([(503, {"Retry-After": "1"}), (429, {}), (200, {})]) as (url, seen):
@@ -324,7 +295,7 @@ def test_grpc_sender_retries_unavailable_and_exhausted_with_retry_info_only() ->
 def test_batches_are_cut_at_the_request_byte_limit() -> None:
     """A batch of 512 spans with content can pass gRPC's 4 MiB default, and the receiver refuses it for
     good: requests are cut at ``forward_request_bytes`` (a larger span goes alone)."""
-    from otel_toolscore.service.forward import ForwardQueue
+    from otel_toolscore.service._forward import ForwardQueue
 
     sent: list[Any] = []
 
@@ -363,7 +334,7 @@ def test_batches_are_cut_at_the_request_byte_limit() -> None:
 def test_new_attributes_are_appended_without_parsing_the_span() -> None:
     """A root gains its scores by appending encoded attributes to its received bytes: the message
     that reads back is the one the parse-and-patch path builds."""
-    from otel_toolscore.service.wire import with_new_attributes
+    from otel_toolscore.service._wire import with_new_attributes
 
     span = next(iter(_spans(_agent_request()).values()))
     added = {"toolscore.code.score": 1.0, "toolscore.code.actual_tools": ("a", "b"), "toolscore.tool_call_count": 2}
@@ -391,7 +362,7 @@ def test_the_queue_is_bounded_in_bytes_as_well_as_in_spans() -> None:
     """16,384 queued spans of 1 MB each would hold 16 GB: the queue also counts encoded bytes,
     pushes back at half of its byte capacity and refuses (counted) past it; a span larger than the
     whole capacity still goes, alone."""
-    from otel_toolscore.service.forward import ForwardQueue
+    from otel_toolscore.service._forward import ForwardQueue
 
     release = threading.Event()
 
@@ -489,18 +460,10 @@ def test_drain_keeps_its_deadline_while_the_backend_keeps_refusing() -> None:
                                       logger_provider=LoggerProvider())
         request = _agent_request()
         _export(service, request)
-        deadline = time.monotonic() + 10
-        while not seen and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert seen, "the batch was sent"
-        t0 = time.monotonic()
-        service.shutdown(timeout_s=2)
-        took = time.monotonic() - t0
-        time.sleep(0.3)
-        alive = [t.name for t in threading.enumerate() if t.name == "otel-toolscore-forward"]
+        took, alive = drain_after_first_request(service, seen, 2, "otel-toolscore-forward")
     assert took < 3, f"a 2 s drain took {took:.1f} s"
     assert not alive, "the sender kept retrying after the drain"
-    drops = {dict(p.attributes).get("toolscore.reason"): p.value for p in metric_points(reader, "toolscore.dropped")}
+    drops = counter_by(reader, "toolscore.dropped", "toolscore.reason")
     assert drops.get("drain_timeout", 0) + drops.get("forward_failed", 0) == len(_spans(request)), drops
 
 
@@ -583,3 +546,25 @@ def test_grpc_sender_verifies_the_backend_with_the_configured_ca(tls_files: dict
     finally:
         server.stop(0)
     assert len(seen) == 1 and seen[0] == request
+
+
+def test_score_attributes_encode_byte_for_byte_as_protobuf_does() -> None:
+    """The encoded attributes appended to a root (key fields and framing computed once per key, and
+    the encoding of values that recur cached) are the bytes protobuf writes for the same KeyValue."""
+    import random
+
+    from otel_toolscore.service._wire import _SPAN_ATTRIBUTES, _any_value, _field, encode_attribute
+
+    rnd = random.Random(5)
+    values: list[Any] = [True, False, 0, 1, -1, (1 << 63) - 1, -(1 << 63), 127, 128, 0.0, -0.0, 1.5, float("inf"),
+                         float("nan"), "", "pass", "é✓" * 100, b"", b"\x00\xff", [], ["a", "b"], ("a", 1, 2.5, True),
+                         [[1, 2], ["x"]], None, {"a": 1}, 0.0, -0.0, True, 1]
+    values += [rnd.choice([rnd.randint(-(1 << 63), (1 << 63) - 1), rnd.random() * 1e9, "k" * rnd.randint(0, 300),
+                           tuple("t" * rnd.randint(0, 5) for _ in range(rnd.randint(0, 40)))]) for _ in range(300)]
+    for value in values:
+        for key in ("toolscore.code.score", "k" * 200, "", "é"):
+            expected = _field(_SPAN_ATTRIBUTES, KeyValue(key=key, value=_any_value(value)).SerializeToString())
+            assert encode_attribute(key, value) == expected, (key, value)
+    for out_of_range in (1 << 63, -(1 << 63) - 1):  # protobuf refuses these too (the root leaves unscored)
+        with pytest.raises(ValueError):
+            encode_attribute("k", out_of_range)

@@ -31,11 +31,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import load_config
-from otel_toolscore.service.spool import Spool, span_keys, wire_span_key
-from otel_toolscore.service.wire import envelope
+from otel_toolscore.service._spool import Spool, span_keys, wire_span_key
+from otel_toolscore.service._wire import envelope
 from otel_toolscore.settings import ConfigError
-from tests.support.serve_cli import CODE
 from tests.service.test_hostile_service import spans_request
+from tests.support.serve_cli import CODE
 from tests.tools.otlp import Capture, capture_server
 
 pytestmark = pytest.mark.timeout(300)

@@ -11,8 +11,8 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider
 
 from otel_toolscore.service import ScoringService, load_config
-from otel_toolscore.service.app import _depths
-from otel_toolscore.service.decode import decode_spans
+from otel_toolscore.service._decode import decode_spans
+from otel_toolscore.service._replay import depths as _depths
 from tests.service.test_service import RULES, Running
 
 

@@ -30,7 +30,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from otel_toolscore import create_tool_call_accuracy_scorer_llm
 from otel_toolscore.model import AgentRun, ToolCall
 from otel_toolscore.scorers.llm import JudgeError
-from otel_toolscore.service.otlp_sender import HttpTraceSender
+from otel_toolscore.service._otlp_sender import HttpTraceSender
 from otel_toolscore.sinks import LangfuseSink, PhoenixSink, ScoreRecord, SinkDispatcher, SinkError
 from otel_toolscore.telemetry._http_refusals import http_refusal_counts
 from tests.support.hostile_http import Endless, HostileServer, Plain, Seen, Trickle
@@ -120,7 +120,7 @@ def forward(url: str, **kw: Any) -> Callable[[], object]:
     def call() -> object:
         sender = HttpTraceSender(url + "/v1/traces", **{"timeout_s": 30.0, **kw})
         errors = _Errors()
-        logger = logging.getLogger("otel_toolscore.service.otlp_sender")
+        logger = logging.getLogger("otel_toolscore.service._otlp_sender")
         logger.addHandler(errors)
         try:
             ok = sender.send(otlp_body(), 1)

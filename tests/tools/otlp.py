@@ -205,3 +205,46 @@ def grpc_capture_server() -> Iterator[tuple[str, Capture]]:
         yield f"http://127.0.0.1:{port}", capture
     finally:
         server.stop(0)
+
+
+def drain_after_first_request(service: Any, seen: list[Any], timeout_s: float, thread: str) -> tuple[float, list[str]]:
+    """Once a backend has seen a first request (``seen``), drain ``service`` within ``timeout_s``:
+    (seconds the drain took, the threads named ``thread`` still alive a moment later)."""
+    deadline = time.monotonic() + 10
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert seen, "a batch was sent"
+    t0 = time.monotonic()
+    service.shutdown(timeout_s=timeout_s)
+    took = time.monotonic() - t0
+    time.sleep(0.3)
+    return took, [t.name for t in threading.enumerate() if t.name == thread]
+
+
+@contextmanager
+def scripted_http(responses: list[tuple[int, dict[str, str]]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """An OTLP/HTTP endpoint answering with ``responses`` in turn (the last one repeats)."""
+    seen: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append({"headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "at": time.monotonic()})
+            status, headers = responses[min(len(seen) - 1, len(responses) - 1)]
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces", seen
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -55,7 +55,7 @@ def emitted_instruments() -> list[tuple[str, str, str | None]]:
     from otel_toolscore.service import ScoringService, load_config
 
     config = load_config(environ={}, service_overrides={"grpc_port": 0, "http_port": 0, "export": False})
-    from otel_toolscore.service.receivers import HttpReceiver
+    from otel_toolscore.service._receivers import HttpReceiver
 
     service = ScoringService(config, meter_provider=MeterProvider(), logger_provider=LoggerProvider())
     receiver = HttpReceiver(service, config.service)  # the connection counters live with the receiver

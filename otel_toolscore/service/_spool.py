@@ -50,11 +50,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .._version import __version__
 from ..envconfig import ConfigError
 from ..telemetry import names
-from .decode import TraceRequest, as_trace_request
-from .intake import IntakeResult
+from ._decode import TraceRequest, as_trace_request
+from ._intake import IntakeResult
 
 if TYPE_CHECKING:
-    from .wire import WireSpan
+    from ._wire import WireSpan
 
 __all__ = ["Spool", "SpoolingIntake", "span_keys", "spool_for", "wire_span_key"]
 

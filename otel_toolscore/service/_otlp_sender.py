@@ -1,10 +1,11 @@
-"""Sending encoded OTLP trace requests: what enrich-and-forward hands on, as received.
+"""Sending encoded OTLP requests: what enrich-and-forward hands on, as received, and the service's
+own log records, encoded directly (:mod:`._log_export`).
 
-The SDK's OTLP span exporters take only SDK span objects and encode every span again; their raw
-paths are private. Forwarding the spans a sender gave us, untouched, needs a sender of encoded
-requests, so this module is one: OTLP/HTTP (protobuf) through ``httpx`` and OTLP/gRPC through
-``grpcio``, configured from the same ``OTEL_EXPORTER_OTLP_*`` variables as the SDK's exporters
-(traces-specific first, then the generic one; the timeout in seconds, as the Python SDK reads it),
+The SDK's OTLP exporters take only SDK objects and encode every item again; their raw paths are
+private. Forwarding the spans a sender gave us, untouched, needs a sender of encoded requests, so
+this module is one: OTLP/HTTP (protobuf) through ``httpx`` and OTLP/gRPC through ``grpcio``,
+configured from the same ``OTEL_EXPORTER_OTLP_*`` variables as the SDK's exporters (the
+signal-specific one first, then the generic one; the timeout in seconds, as the Python SDK reads it),
 and retrying as the OTLP specification says: HTTP 429/502/503/504 and connection errors honouring
 ``Retry-After``; gRPC ``UNAVAILABLE``, ``CANCELLED``, ``DEADLINE_EXCEEDED``, ``ABORTED``,
 ``OUT_OF_RANGE``, ``DATA_LOSS``, and ``RESOURCE_EXHAUSTED`` only with ``RetryInfo`` (whose delay is
@@ -28,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -44,33 +46,40 @@ from ..http_limits import (
     scrub_body,
 )
 
-__all__ = ["ExporterSender", "GrpcTraceSender", "HttpTraceSender", "TraceSender", "trace_sender"]
+__all__ = ["ExporterSender", "GrpcTraceSender", "HttpTraceSender", "TraceSender", "otlp_sender", "trace_sender"]
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 10.0
 _MAX_BACKOFF_S = 32.0
 _USER_AGENT = f"otel-toolscore/{__version__}"
-_GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+#: per signal: the gRPC method, its response type, what one item is called, the HTTP client label
+_SIGNALS: dict[str, tuple[str, Any, str, str]] = {
+    "traces": ("/opentelemetry.proto.collector.trace.v1.TraceService/Export", ExportTraceServiceResponse, "spans",
+               "forward"),
+    "logs": ("/opentelemetry.proto.collector.logs.v1.LogsService/Export", ExportLogsServiceResponse, "log records",
+             "logs"),
+}
 #: jitter of the back-off: its own generator, so the process's global ``random`` state is never touched
 _JITTER = random.Random()
 
 
 class TraceSender(Protocol):
-    """Sends one encoded ``ExportTraceServiceRequest`` of ``spans`` spans; ``True`` when the receiver took it."""
+    """Sends one encoded export request of ``spans`` items (spans, or log records for a logs
+    sender); ``True`` when the receiver took it."""
 
     def send(self, body: bytes, spans: int) -> bool: ...
 
     def shutdown(self) -> None: ...
 
 
-def _env(name: str, environ: Mapping[str, str]) -> str | None:
-    """``OTEL_EXPORTER_OTLP_TRACES_<name>``, else ``OTEL_EXPORTER_OTLP_<name>`` (empty = unset)."""
-    return environ.get(f"OTEL_EXPORTER_OTLP_TRACES_{name}") or environ.get(f"OTEL_EXPORTER_OTLP_{name}") or None
+def _env(name: str, environ: Mapping[str, str], signal: str = "traces") -> str | None:
+    """``OTEL_EXPORTER_OTLP_<SIGNAL>_<name>``, else ``OTEL_EXPORTER_OTLP_<name>`` (empty = unset)."""
+    return environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_{name}") or environ.get(f"OTEL_EXPORTER_OTLP_{name}") or None
 
 
-def _timeout(environ: Mapping[str, str]) -> float:
-    raw = _env("TIMEOUT", environ)
+def _timeout(environ: Mapping[str, str], signal: str) -> float:
+    raw = _env("TIMEOUT", environ, signal)
     if raw is None:
         return DEFAULT_TIMEOUT_S
     try:
@@ -83,16 +92,16 @@ def _timeout(environ: Mapping[str, str]) -> float:
     return value
 
 
-def _compression(environ: Mapping[str, str]) -> str:
-    raw = (_env("COMPRESSION", environ) or "none").strip().lower()
+def _compression(environ: Mapping[str, str], signal: str) -> str:
+    raw = (_env("COMPRESSION", environ, signal) or "none").strip().lower()
     if raw not in ("none", "gzip", "deflate"):
         _log.warning("otel-toolscore: OTEL_EXPORTER_OTLP_COMPRESSION=%r is ignored (none, gzip, deflate)", raw)
         return "none"
     return raw
 
 
-def _headers(environ: Mapping[str, str]) -> dict[str, str]:
-    return {k.lower(): v for k, v in parse_env_headers(_env("HEADERS", environ) or "", liberal=True).items()}
+def _headers(environ: Mapping[str, str], signal: str) -> dict[str, str]:
+    return {k.lower(): v for k, v in parse_env_headers(_env("HEADERS", environ, signal) or "", liberal=True).items()}
 
 
 class _Backoff:
@@ -120,7 +129,8 @@ _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 
 
 class HttpTraceSender:
-    """OTLP/HTTP protobuf POSTs to ``endpoint`` (the full ``…/v1/traces`` URL).
+    """OTLP/HTTP protobuf POSTs to ``endpoint`` (the full ``…/v1/traces`` URL, or ``…/v1/logs`` for
+    ``signal="logs"``).
 
     Through :mod:`otel_toolscore.bounded_http`: each attempt ends by what is left of the timeout,
     connect to last byte; the response body is read up to ``max_response_bytes``; a redirect to
@@ -137,9 +147,11 @@ class HttpTraceSender:
         client_key_file: str | None = None,
         client_certificate_file: str | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        signal: str = "traces",
     ) -> None:
         from ..bounded_http import bounded_client
 
+        _method, _response, self._items, self._client_label = _SIGNALS[signal]
         self._url = endpoint
         self.endpoint = mask_url(endpoint)  # as it may be logged
         self.compression = compression
@@ -150,7 +162,7 @@ class HttpTraceSender:
         tls = ssl.create_default_context(cafile=certificate_file)
         if client_certificate_file and client_key_file:
             tls.load_cert_chain(client_certificate_file, client_key_file)
-        self._client = bounded_client(client="forward", origin=endpoint, verify=tls, deadline_s=timeout_s,
+        self._client = bounded_client(client=self._client_label, origin=endpoint, verify=tls, deadline_s=timeout_s,
                                       max_response_bytes=check_max_response_bytes(max_response_bytes))
         self._stop = threading.Event()
 
@@ -172,23 +184,23 @@ class HttpTraceSender:
             except httpx.TransportError as exc:  # connection refused/reset, timeouts: retryable
                 problem = f"{type(exc).__name__}: {mask_url(exc)}"
             except ClientRefusal as exc:  # an answer over the size limit, a redirect elsewhere: not retried
-                _log.error("otel-toolscore forward: %s: %s", self.endpoint, exc)
+                _log.error("otel-toolscore %s: %s: %s", self._client_label, self.endpoint, exc)
                 return False
             except Exception as exc:
-                _log.error("otel-toolscore forward: sending to %s failed: %s", self.endpoint, mask_url(exc))
+                _log.error("otel-toolscore %s: sending to %s failed: %s", self._client_label, self.endpoint, mask_url(exc))
                 return False
             else:
                 if 200 <= response.status_code < 300:
                     return True
                 problem = f"HTTP {response.status_code}"
                 if response.status_code not in _RETRYABLE_HTTP:
-                    _log.error("otel-toolscore forward: %s refused %d spans' request: %s %s", self.endpoint,
-                               spans, problem, scrub_body(response.text, 200))
+                    _log.error("otel-toolscore %s: %s refused a request of %d %s: %s %s", self._client_label,
+                               self.endpoint, spans, self._items, problem, scrub_body(response.text, 200))
                     return False
                 hint = retry_after_seconds(response.headers.get("retry-after"))
             if not backoff.wait(hint):
-                _log.error("otel-toolscore forward: %s: %s; retries exhausted within %.1f s", self.endpoint, problem,
-                           self.timeout_s)
+                _log.error("otel-toolscore %s: %s: %s; retries exhausted within %.1f s", self._client_label,
+                           self.endpoint, problem, self.timeout_s)
                 return False
 
     def shutdown(self) -> None:
@@ -224,7 +236,8 @@ def _too_large(error: Any) -> bool:
 
 
 class GrpcTraceSender:
-    """OTLP/gRPC ``TraceService/Export`` calls to ``target`` (``host:port``)."""
+    """OTLP/gRPC ``TraceService/Export`` calls to ``target`` (``host:port``); ``LogsService/Export``
+    for ``signal="logs"``."""
 
     def __init__(
         self,
@@ -238,9 +251,11 @@ class GrpcTraceSender:
         client_key_file: str | None = None,
         client_certificate_file: str | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        signal: str = "traces",
     ) -> None:
         import grpc  # type: ignore[import-untyped,unused-ignore]
 
+        method, response, self._items, self._client_label = _SIGNALS[signal]
         self.target = mask_url(target)  # as it may be logged
         self.timeout_s = timeout_s
         self._metadata = tuple((k, v) for k, v in {"user-agent": _USER_AGENT, **(headers or {})}.items())
@@ -261,9 +276,9 @@ class GrpcTraceSender:
             )
             self._channel = grpc.secure_channel(target, creds, options=options, compression=compress)
         self._call = self._channel.unary_unary(
-            _GRPC_METHOD,
+            method,
             request_serializer=bytes,  # requests arrive encoded
-            response_deserializer=ExportTraceServiceResponse.FromString,
+            response_deserializer=response.FromString,
         )
         self._retryable = {
             grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED,
@@ -284,17 +299,17 @@ class GrpcTraceSender:
                 code = err.code()  # type: ignore[attr-defined,unused-ignore]
                 hint = _retry_info_delay(err)
                 if code == self._exhausted and _too_large(err):
-                    count_http_refusal("forward", "response_too_large")
+                    count_http_refusal(self._client_label, "response_too_large")
                 if code not in self._retryable and not (code == self._exhausted and hint is not None):
-                    _log.error("otel-toolscore forward: %s refused %d spans' request: %s %s", self.target,
-                               spans, code, err.details())  # type: ignore[attr-defined,unused-ignore]
+                    _log.error("otel-toolscore %s: %s refused a request of %d %s: %s %s", self._client_label,
+                               self.target, spans, self._items, code, err.details())  # type: ignore[attr-defined,unused-ignore]
                     return False
                 if not backoff.wait(hint):
-                    _log.error("otel-toolscore forward: %s: %s; retries exhausted within %.1f s", self.target, code,
-                               self.timeout_s)
+                    _log.error("otel-toolscore %s: %s: %s; retries exhausted within %.1f s", self._client_label,
+                               self.target, code, self.timeout_s)
                     return False
             except Exception as exc:
-                _log.error("otel-toolscore forward: sending to %s failed: %s", self.target, mask_url(exc))
+                _log.error("otel-toolscore %s: sending to %s failed: %s", self._client_label, self.target, mask_url(exc))
                 return False
 
     def shutdown(self) -> None:
@@ -312,7 +327,7 @@ class ExporterSender:
     def send(self, body: bytes, spans: int) -> bool:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        from .decode import decode_spans
+        from ._decode import decode_spans
 
         decoded = [d.span for d in decode_spans(ExportTraceServiceRequest.FromString(body))]
         return bool(self.exporter.export(decoded) is SpanExportResult.SUCCESS)
@@ -328,32 +343,47 @@ def trace_sender(
     *,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> TraceSender:
-    """The sender ``otlp_exporter("traces", protocol, endpoint)`` would be: ``endpoint`` is a base URL
-    (``/v1/traces`` is appended for HTTP; gRPC is plain text unless it is ``https://``); without it
-    the ``OTEL_EXPORTER_OTLP_*`` variables decide, as for the SDK's exporters. A response larger
-    than ``max_response_bytes`` is refused and counted (``toolscore.http.client.refused``)."""
+    """The sender ``otlp_exporter("traces", protocol, endpoint)`` would be (:func:`otlp_sender`)."""
+    return otlp_sender("traces", protocol, endpoint, environ, max_response_bytes=max_response_bytes)
+
+
+def otlp_sender(
+    signal: str,
+    protocol: str,
+    endpoint: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> TraceSender:
+    """The sender of encoded ``signal`` (``traces``, ``logs``) requests ``otlp_exporter(signal,
+    protocol, endpoint)`` would be: ``endpoint`` is a base URL (``/v1/<signal>`` is appended for
+    HTTP; gRPC is plain text unless it is ``https://``); without it the ``OTEL_EXPORTER_OTLP_*``
+    variables decide, as for the SDK's exporters. A response larger than ``max_response_bytes`` is
+    refused and counted (``toolscore.http.client.refused``)."""
     env = os.environ if environ is None else environ
     tls = {
-        "certificate_file": _env("CERTIFICATE", env),
-        "client_key_file": _env("CLIENT_KEY", env),
-        "client_certificate_file": _env("CLIENT_CERTIFICATE", env),
+        "certificate_file": _env("CERTIFICATE", env, signal),
+        "client_key_file": _env("CLIENT_KEY", env, signal),
+        "client_certificate_file": _env("CLIENT_CERTIFICATE", env, signal),
     }
-    common: dict[str, Any] = {"headers": _headers(env), "compression": _compression(env), "timeout_s": _timeout(env),
-                              "max_response_bytes": max_response_bytes, **tls}
+    common: dict[str, Any] = {"headers": _headers(env, signal), "compression": _compression(env, signal),
+                              "timeout_s": _timeout(env, signal), "max_response_bytes": max_response_bytes,
+                              "signal": signal, **tls}
     if protocol == "grpc":
-        url = endpoint or _env("ENDPOINT", env) or "http://localhost:4317"
+        url = endpoint or _env("ENDPOINT", env, signal) or "http://localhost:4317"
         parsed = urlparse(url if "://" in url else f"//{url}")
         target = parsed.netloc or url
         if endpoint is not None:
             insecure = not endpoint.startswith("https://")
         else:
-            flag = _env("INSECURE", env)
+            flag = _env("INSECURE", env, signal)
             insecure = flag.strip().lower() == "true" if flag is not None else parsed.scheme == "http"
         return GrpcTraceSender(target, insecure=insecure, **common)
+    specific = f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
     if endpoint is not None:
-        url = f"{endpoint.rstrip('/')}/v1/traces"
-    elif env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        url = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+        url = f"{endpoint.rstrip('/')}/v1/{signal}"
+    elif env.get(specific):
+        url = env[specific]
     else:
-        url = f"{(env.get('OTEL_EXPORTER_OTLP_ENDPOINT') or 'http://localhost:4318').rstrip('/')}/v1/traces"
+        url = f"{(env.get('OTEL_EXPORTER_OTLP_ENDPOINT') or 'http://localhost:4318').rstrip('/')}/v1/{signal}"
     return HttpTraceSender(url, **common)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..extract import SpanFacts
-    from .decode import DecodedSpan
+    from ._decode import DecodedSpan
 
 __all__ = ["Admission", "PendingTrace", "TraceBuffer"]
 

@@ -1,53 +1,48 @@
 """The scoring service: OTLP in, the scoring core in the middle, OTLP out.
 
-Received spans are decoded into views read in place (:mod:`.decode`, :mod:`otel_toolscore.core.otlp_spans`:
+Received spans are decoded into views read in place (:mod:`._decode`, :mod:`otel_toolscore.core.otlp_spans`:
 no SDK span per span, attribute values decoded when a reader looks them up) and buffered by trace
-(:mod:`.buffer`). When a trace is complete, the scorer thread runs it through the same core the span
+(:mod:`._buffer`). When a trace is complete, the scorer thread runs it through the same core the span
 processor runs (:class:`~otel_toolscore.core.Core`: starts in start order, log facts, ends in end
 order, as a live process would have), with the same outputs (:class:`~otel_toolscore.core.Outputs`:
 events, metrics, sinks, callbacks, the judge). In enrich-and-forward mode every span is handed to the
 forwarding queue as it was received (its encoded bytes, never re-encoded), a run's root with the
-encoded score attributes appended to them (:mod:`.wire`, :mod:`.forward`, :mod:`.otlp_sender`).
+encoded score attributes appended to them (:mod:`._wire`, :mod:`._forward`, :mod:`._otlp_sender`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
-import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import _logs, metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from .._deadline import Deadline
 from .._version import __version__
-from ..core import END, HOLD, LOG, START, Release, ScoredRun, build_core
+from ..core import Release, ScoredRun, build_core
 from ..core.otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
 from ..extract.records import log_views_from_proto
 from ..telemetry import names
-from ..telemetry._exporters import otlp_exporter, otlp_protocol
-from .buffer import PendingTrace, TraceBuffer
-from .decode import DecodedSpan, TraceRequest, as_trace_request
-from .forward import ForwardQueue
-from .intake import IntakeResult
-from .otlp_sender import ExporterSender, TraceSender, trace_sender
-from .receivers import GrpcReceiver, HttpReceiver
+from ._buffer import PendingTrace, TraceBuffer
+from ._decode import DecodedSpan, TraceRequest, as_trace_request
+from ._drain import DrainPlan, within
+from ._forward import ForwardQueue
+from ._intake import IntakeResult
+from ._outputs import BorrowedProcessor, build_outputs, service_resource
+from ._receivers import GrpcReceiver, HttpReceiver
+from ._replay import replay
+from ._spool import SpoolingIntake, spool_for
+from ._wire import with_attributes, with_new_attributes
 from .settings import ServiceConfig
-from .spool import SpoolingIntake, spool_for
-from .wire import with_attributes, with_new_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -56,37 +51,14 @@ if TYPE_CHECKING:
     from ..expectations import Expectation
     from ..sinks._base import ScoreSink
 
-__all__ = ["IntakeResult", "ScoringService"]
+__all__ = ["IntakeResult", "ScoringService", "service_resource"]
 
 _log = logging.getLogger(__name__)
-
-_ENDPOINT_VARS = (
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
-)
-
-
-def service_resource() -> Resource:
-    """The service's own resource. OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win; a per-process
-    ``service.instance.id`` keeps the replicas' metric series apart."""
-    attrs: dict[str, Any] = {
-        "service.name": "otel-toolscore",
-        "service.version": __version__,
-        "service.instance.id": str(uuid.uuid4()),
-    }
-    for k, v in Resource.create().attributes.items():
-        if k == "service.name" and str(v).startswith("unknown_service"):
-            continue  # the SDK's placeholder, not a name the operator chose
-        attrs[k] = v
-    return Resource(attrs)
-
 
 class ScoringService:
     """Buffers OTLP spans and log records by trace and scores each completed trace.
 
-    The receivers (:mod:`.receivers`) call :meth:`accept_spans` / :meth:`accept_logs`; :meth:`start`
+    The receivers (:mod:`._receivers`) call :meth:`accept_spans` / :meth:`accept_logs`; :meth:`start`
     starts them and the scorer thread; :meth:`shutdown` drains (refuse new data, score everything
     buffered, flush the exports).
 
@@ -121,8 +93,14 @@ class ScoringService:
     ) -> None:
         self.config = config
         svc = config.service
-        self._owned: list[Any] = []  # providers built here, shut down here
-        self._build_outputs(meter_provider, logger_provider, span_exporter)
+        out = build_outputs(svc, meter_provider, logger_provider, span_exporter, self._count_drop)
+        self._owned = out.owned  # providers built here, shut down here
+        self._resource = out.resource
+        self.meter_provider = out.meter_provider
+        self.logger_provider = out.logger_provider
+        self._log_export = out.log_export  # the evaluation records, encoded (shut down first)
+        self._sender = out.sender
+        self._span_exporter = out.span_exporter
         downstream: SpanProcessor | None = None
         self._forward: ForwardQueue | None = None
         # --queue-dir: requests on disk until their spans are forwarded (.spool); only with forwarding
@@ -137,7 +115,7 @@ class ScoringService:
         # spans' forwarding queue (shut down after the judge is drained).
         self.tracer_provider = TracerProvider(resource=self._resource)
         if downstream is not None:
-            self.tracer_provider.add_span_processor(_Shared(downstream))
+            self.tracer_provider.add_span_processor(BorrowedProcessor(downstream))
         elif self._span_exporter is not None:
             self.tracer_provider.add_span_processor(BatchSpanProcessor(self._span_exporter))
         if judge is None and judge_from_environment:
@@ -173,54 +151,11 @@ class ScoringService:
         self._instruments()
         self._stop = threading.Event()
         self._draining = False
-        self._drain_deadline: float | None = None  # scoring stops here while draining
+        self._drain_deadline: Deadline | None = None  # scoring stops here while draining
         self._started = False
         self._scorer = threading.Thread(target=self._run_scorer, name="otel-toolscore-service-scorer", daemon=True)
         self._score_lock = threading.Lock()
         self._receivers: list[Any] = []
-
-    # -- outputs ----------------------------------------------------------------------------------------
-    def _build_outputs(
-        self, meter_provider: MeterProvider | None, logger_provider: LoggerProvider | None, span_exporter: SpanExporter | None
-    ) -> None:
-        svc = self.config.service
-        endpoint_known = bool(svc.export_endpoint) or any(os.environ.get(v) for v in _ENDPOINT_VARS)
-        exporting = svc.export and endpoint_known and (meter_provider is None or logger_provider is None or span_exporter is None)
-        if svc.export and not endpoint_known and (meter_provider is None or logger_provider is None):
-            _log.warning(
-                "otel-toolscore serve: no export endpoint (--export-endpoint or OTEL_EXPORTER_OTLP_ENDPOINT): "
-                "scores are not exported"
-            )
-        spans_out = metrics_out = logs_out = None
-        self._sender: TraceSender | None = ExporterSender(span_exporter) if span_exporter is not None else None
-        if exporting:
-            # --export-protocol for every signal, else each signal's OTEL_EXPORTER_OTLP_* protocol
-            # (default http/protobuf, like every OpenTelemetry SDK). Forwarded spans leave through a
-            # sender of encoded requests (as received), the service's own spans through the SDK's.
-            if svc.forward and span_exporter is None:
-                self._sender = trace_sender(svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint,
-                                            max_response_bytes=svc.forward_max_response_bytes)
-            else:
-                spans_out = otlp_exporter("traces", svc.export_protocol or otlp_protocol("traces"), svc.export_endpoint)
-            metrics_out, logs_out = (
-                otlp_exporter(signal, svc.export_protocol or otlp_protocol(signal), svc.export_endpoint)
-                for signal in ("metrics", "logs")
-            )
-        resource = self._resource = service_resource()
-        if meter_provider is None:
-            readers = []
-            if metrics_out is not None:
-                readers.append(PeriodicExportingMetricReader(metrics_out, export_interval_millis=svc.metric_export_interval_ms))
-            meter_provider = MeterProvider(resource=resource, metric_readers=readers)
-            self._owned.append(meter_provider)
-        if logger_provider is None:
-            logger_provider = LoggerProvider(resource=resource)
-            if logs_out is not None:
-                logger_provider.add_log_record_processor(BatchLogRecordProcessor(logs_out))
-            self._owned.append(logger_provider)
-        self.meter_provider: metrics.MeterProvider = meter_provider
-        self.logger_provider: _logs.LoggerProvider = logger_provider
-        self._span_exporter = span_exporter if span_exporter is not None else spans_out
 
     def _instruments(self) -> None:
         meter = self.meter_provider.get_meter(names.SCOPE_NAME, __version__)
@@ -292,7 +227,7 @@ class ScoringService:
 
     def accept_spans(self, request: ExportTraceServiceRequest | TraceRequest) -> IntakeResult:
         """Buffer the spans of a trace export request (the receivers hand over a parsed
-        :class:`~.decode.TraceRequest`; a decoded standard message is taken too)."""
+        :class:`~._decode.TraceRequest`; a decoded standard message is taken too)."""
         received = as_trace_request(request)
         total = received.total
         if self._draining:
@@ -378,7 +313,7 @@ class ScoringService:
             scored = 0
             for i, (trace, why) in enumerate(due):
                 deadline = self._drain_deadline
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline is not None and deadline.expired:
                     self._abandon(due[i:])
                     break
                 try:
@@ -410,76 +345,60 @@ class ScoringService:
             # Log records whose spans never came: nothing to score them against.
             self.emitter.count_drop("orphan_logs", len(trace.log_facts))
             return
-        ids = trace.ids
-        parents: dict[int, int | None] = {}
-        for d in trace.spans:
-            parents[d.span_id] = d.parent_id
-            # Senders that do not mark remote parents: a parent this trace does not hold is taken
-            # as remote, so the span bounds its runs as the process-local root did.
-            remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
-            d.span.parent_remote = bool(remote)
-        depth = _depths(parents)
-        items: list[tuple[Any, ...]] = [
-            (START, d.span, None) for d in sorted(trace.spans, key=lambda d: (d.span._start_time, depth[d.span_id]))
-        ]
-        items.extend((LOG, facts) for facts in trace.log_facts)
-        may_root = OTLP_SPANS.may_root
-        forward = self._forward_span if self._forward is not None else None
-        for d in sorted(trace.spans, key=lambda d: (d.span._end_time, -depth[d.span_id])):
-            s = d.span
-            try:
-                hold = may_root(s)
-            except Exception:  # odd attribute values: read (and counted) by the core
-                hold = False
-            if not hold and forward is not None:
-                forward(s, None)  # a span that roots no run leaves as received
-            items.append((HOLD if hold else END, s))
+        items, passed = replay(trace, forwarding=self._forward is not None)
+        if passed:
+            self._forward_wires(passed)
         self._release(self._core.feed(items))
 
     def _release(self, release: Release) -> None:
         """Hand on what the core released (roots with their scores), then its runs and counts."""
-        if self._forward is not None:
-            for span, attrs in release.spans:
-                self._forward_span(span, attrs)
+        if self._forward is not None and release.spans:
+            self._forward_wires([w for w in (self._scored_wire(span, attrs) for span, attrs in release.spans) if w])
         self.outputs.deliver(release)
 
     def _malformed(self) -> None:
         _log.debug("otel-toolscore serve: a span or log record could not be scored", exc_info=True)
         self._core.drop("malformed_span")
 
-    def _forward_span(self, span: OtlpSpan, added: dict[str, Any] | None) -> None:
-        """Hand a span to the forwarding queue (enrich-and-forward); the scorer waits for room.
-
-        A span leaves as received; a root the core scored, with the score attributes it gained
-        encoded after its received bytes (a key the sender already set: its message re-encoded with
-        the value replaced)."""
+    def _forward_wires(self, wires: list[Any]) -> None:
+        """Hand spans to the forwarding queue as received; the scorer waits for room."""
         forward = self._forward
-        wire = span.wire
-        if forward is None or wire is None:
+        if forward is None:
             return
         try:
-            if added:
-                resource, scope, encoded = wire
-                if any(k in span._dict for k in added):  # a score the sender already set: replaced
-                    encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
-                else:
-                    encoded = with_new_attributes(encoded, added)
-                wire = (resource, scope, encoded)
-            forward.put(wire, wait=True)
+            forward.put_many(wires, wait=True)
+        except Exception:
+            self.emitter.count_drop("downstream_error", len(wires))
+
+    def _scored_wire(self, span: OtlpSpan, added: dict[str, Any] | None) -> Any:
+        """A span as it leaves: as received; a root the core scored, with the score attributes it
+        gained encoded after its received bytes (a key the sender already set: its message
+        re-encoded with the value replaced). ``None`` for a span that cannot be sent (counted)."""
+        wire = span.wire
+        if wire is None or not added:
+            return wire
+        try:
+            resource, scope, encoded = wire
+            if any(k in span._dict for k in added):  # a score the sender already set: replaced
+                encoded = with_attributes(Span.FromString(encoded), added).SerializeToString()
+            else:
+                encoded = with_new_attributes(encoded, added)
+            return (resource, scope, encoded)
         except Exception:
             self.emitter.count_drop("downstream_error")
+            return None
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Add the counts made so far to the metrics, and wait — within ``timeout_millis`` — for the
         events, sinks, callbacks and judgments queued, then for the forwarding exporter."""
-        deadline = time.monotonic() + timeout_millis / 1000
+        deadline = Deadline.after(timeout_millis / 1000)
         ok = self._flush_counts(deadline)
-        ok = self.outputs.wait_idle(deadline) and ok
+        ok = self.outputs.wait_idle(deadline.instant) and ok
         if self._judge is not None:
-            ok = self._judge.force_flush(max(0.0, deadline - time.monotonic())) and ok
-            ok = self.outputs.wait_idle(deadline) and ok
+            ok = self._judge.force_flush(deadline.remaining()) and ok
+            ok = self.outputs.wait_idle(deadline.instant) and ok
         if self._forward is not None:
-            ok = self._forward.force_flush(int(max(0.0, deadline - time.monotonic()) * 1000)) and ok
+            ok = self._forward.force_flush(int(deadline.remaining() * 1000)) and ok
         return ok
 
     # -- lifecycle --------------------------------------------------------------------------------------
@@ -499,19 +418,18 @@ class ScoringService:
         if self._spool is not None:
             self._spool.start_replay(self, retry_after_s=svc.retry_after_ms / 1000)
 
-    def _drain_outputs(self, deadline: float) -> None:
+    def _drain_outputs(self, deadline: Deadline) -> None:
         """Events, sinks, callbacks and the judge, within ``deadline``; then their threads stop."""
-        halfway = time.monotonic() + max(0.0, deadline - time.monotonic()) / 2
-        self.outputs.wait_idle(halfway)
+        self.outputs.wait_idle(Deadline.after(deadline.remaining() / 2).instant)
         if self._judge is not None:
-            self._judge.shutdown(max(0.0, deadline - time.monotonic()) * 0.5)
-            self.outputs.wait_idle(deadline)
+            self._judge.shutdown(deadline.remaining() * 0.5)
+            self.outputs.wait_idle(deadline.instant)
         self._flush_counts(deadline)
-        self.outputs.stop(max(time.monotonic() + 0.1, deadline))
+        self.outputs.stop(max(Deadline.after(0.1).instant, deadline.instant))
 
-    def _flush_counts(self, deadline: float) -> bool:
+    def _flush_counts(self, deadline: Deadline) -> bool:
         """The core's counts to the metrics, waiting for the scorer no longer than ``deadline``."""
-        if not self._score_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        if not self._score_lock.acquire(timeout=deadline.remaining()):
             return False
         try:
             self.outputs.deliver(self._core.take())
@@ -534,31 +452,31 @@ class ScoringService:
         if self._stop.is_set():
             return
         budget = self.config.service.drain_timeout_ms / 1000 if timeout_s is None else timeout_s
-        start = time.monotonic()
-        deadline = start + budget
+        plan = DrainPlan(budget)
         self._draining = True
-        # Scoring gets the first 60% of the budget, the judge and forwarding flush the next 25%,
-        # the final metric and log exports the rest.
-        self._drain_deadline = start + 0.6 * budget
-        flushed_by = start + 0.85 * budget
+        self._drain_deadline = plan.scored_by
         if self._forward is not None:
-            self._forward.set_deadline(self._drain_deadline)
+            self._forward.set_deadline(plan.scored_by.instant)
         grpc_recv = self._receivers[0] if self._receivers else None
         if grpc_recv is not None:
             grpc_recv.stop(grace=min(2.0, budget / 4))
         self._stop.set()
         if self._scorer.is_alive():
-            self._scorer.join(timeout=max(0.1, self._drain_deadline - time.monotonic()))
+            self._scorer.join(timeout=max(0.1, plan.scored_by.remaining()))
         self.score_due(everything=True)
         if self._forward is not None:
-            self._forward.set_deadline(flushed_by)
-        self._drain_outputs(flushed_by)
+            self._forward.set_deadline(plan.flushed_by.instant)
+        self._drain_outputs(plan.flushed_by)
         if self._forward is not None:
-            _bounded(self._forward.shutdown, flushed_by)
+            within(self._forward.shutdown, plan.flushed_by)
             self._forward.abandon()  # spans the exporter did not take in time: counted before the metrics' last export
-        _bounded(self.tracer_provider.shutdown, flushed_by)
+        within(self.tracer_provider.shutdown, plan.flushed_by)
+        if self._log_export is not None:
+            # records not sent by their deadline (a backend down, retried) are counted before the metrics' last export
+            within(self._log_export.shutdown, plan.logs_by())
+            self._log_export.abandon()
         for provider in self._owned:
-            _bounded(provider.shutdown, deadline)
+            within(provider.shutdown, plan.end)
         # The HTTP receiver last: /healthz answers while draining.
         for r in self._receivers[1:]:
             r.stop(grace=0)
@@ -566,62 +484,3 @@ class ScoringService:
             self._spool.close()  # what was not released stays on disk for the next start
 
 
-def _bounded(fn: Callable[[], object], deadline: float) -> None:
-    """Run ``fn`` (an exporter flush or shutdown) for no longer than until ``deadline``."""
-
-    def run() -> None:
-        try:
-            fn()
-        except Exception:
-            _log.debug("shutdown step failed", exc_info=True)
-
-    t = threading.Thread(target=run, name="otel-toolscore-shutdown", daemon=True)
-    t.start()
-    t.join(max(0.05, deadline - time.monotonic()))
-
-
-class _Shared(SpanProcessor):
-    """Hands spans to a processor owned elsewhere: flushes it, never shuts it down."""
-
-    def __init__(self, inner: SpanProcessor) -> None:
-        self._inner = inner
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        self._inner.on_start(span, parent_context=parent_context)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self._inner.on_end(span)
-
-    def shutdown(self) -> None:
-        self._inner.force_flush()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return bool(self._inner.force_flush(timeout_millis))
-
-
-def _depths(parents: Mapping[int, int | None]) -> dict[int, int]:
-    """Every span's depth below its trace's top (the first ancestor this trace does not hold), in
-    one O(spans) pass: each parent link is followed once (memoised); a parent cycle (malformed
-    input) is cut where it closes."""
-    depth: dict[int, int] = {}
-    for start in parents:
-        if start in depth:
-            continue
-        path: list[int] = []
-        on_path: set[int] = set()
-        cur: int | None = start
-        base = -1
-        while cur is not None and cur in parents:
-            known = depth.get(cur)
-            if known is not None:
-                base = known
-                break
-            if cur in on_path:
-                break  # a cycle: its first node counts as the top
-            path.append(cur)
-            on_path.add(cur)
-            cur = parents[cur]
-        for node in reversed(path):
-            base += 1
-            depth[node] = base
-    return depth

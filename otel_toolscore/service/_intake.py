@@ -1,6 +1,6 @@
 """What the receivers see of the service: the intake interface and its answer.
 
-The receivers (:mod:`.receivers`) depend on this module only, and the service (:mod:`.app`)
+The receivers (:mod:`._receivers`) depend on this module only, and the service (:mod:`._app`)
 implements it: the dependency runs one way, app → receivers → intake.
 """
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from .decode import TraceRequest
+    from ._decode import TraceRequest
 
 __all__ = ["BufferView", "Intake", "IntakeResult"]
 

@@ -1,8 +1,8 @@
 """Enrich-and-forward's exporting queue, bounded and counted: nothing leaves it silently.
 
-It holds spans *as received* (:mod:`.wire`: each span's encoded bytes with its resource's and
+It holds spans *as received* (:mod:`._wire`: each span's encoded bytes with its resource's and
 scope's) and sends them in batches — up to 512 spans and ``request_bytes``, or after 1 s — through a
-:class:`~.otlp_sender.TraceSender`. SDK spans (the service's own judge carrier spans) are encoded
+:class:`~._otlp_sender.TraceSender`. SDK spans (the service's own judge carrier spans) are encoded
 once with the SDK's public encoder and join the same queue.
 
 It sits behind a count of the spans taken and not yet through the sender (queued or being sent),
@@ -21,13 +21,13 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from .otlp_sender import TraceSender
-from .wire import WireSpan, build_request, encode_sdk_span
+from ._otlp_sender import TraceSender
+from ._wire import WireSpan, build_request, encode_sdk_span
 
 __all__ = ["FORWARD_WAIT_S", "ForwardQueue"]
 
@@ -59,6 +59,10 @@ class ForwardQueue(SpanProcessor):
         request_bytes: int = 4 * 1024 * 1024,
         capacity_bytes: int = 64 * 1024 * 1024,
         on_done: Callable[[list[WireSpan]], None] | None = None,
+        schedule_delay_ms: float = FORWARD_SCHEDULE_DELAY_MS,
+        batch_size: int | None = None,
+        reasons: tuple[str, str, str] = ("forward_queue_full", "forward_failed", "drain_timeout"),
+        name: str = "otel-toolscore-forward",
     ) -> None:
         self.capacity = capacity
         self.capacity_bytes = capacity_bytes
@@ -78,8 +82,12 @@ class ForwardQueue(SpanProcessor):
         self._sender_stopped = False
         self.deadline: float | None = None  # a drain's deadline: waits end there (set with set_deadline)
         # Batches of at most a quarter of the capacity, so one is due well before requests are refused.
-        self.batch_size = max(1, min(512, capacity // 4))
-        self._thread = threading.Thread(target=self._run, name="otel-toolscore-forward", daemon=True)
+        self.batch_size = max(1, min(512, capacity // 4) if batch_size is None else min(batch_size, capacity))
+        self._delay = schedule_delay_ms / 1000
+        #: what a span that finds no room, one the sender could not send, and one a drain cut off
+        #: (taken after the queue closed, or left at its end) are counted as
+        self._full_reason, self._failed_reason, self._drain_reason = reasons
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     @property
@@ -118,32 +126,41 @@ class ForwardQueue(SpanProcessor):
 
     def put(self, span: WireSpan, *, wait: bool) -> bool:
         """Queue ``span``; waits for room when ``wait`` (up to :data:`FORWARD_WAIT_S` or the drain's deadline)."""
+        return self.put_many((span,), wait=wait) == 1
+
+    def put_many(self, spans: Sequence[WireSpan], *, wait: bool) -> int:
+        """Queue ``spans`` in order, under one lock, each as :meth:`put` would; how many were taken."""
         give_up = time.monotonic() + FORWARD_WAIT_S if wait else 0.0
-        size = len(span[2])
+        taken = 0
+        dropped: list[WireSpan] = []
         with self._cond:
-            while self._full(size) and not self._closed:
-                limit = give_up if self.deadline is None else min(give_up, self.deadline)
-                remaining = limit - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._cond.wait(remaining)
-            taken = not (self._closed or self._full(size))
-            if taken:
-                self._held += 1
-                self._held_bytes += size
-                self._queue.append(span)
-                if len(self._queue) >= self.batch_size:
-                    self._cond.notify_all()
-                return True
-            reason = "drain_timeout" if self._closed or self.deadline is not None else "forward_queue_full"
-            self._count_drop(reason, 1)
-        if reason == "forward_queue_full":
-            self._done([span])  # dropped and counted; a drain's leftovers stay in the on-disk queue
-        return False
+            for span in spans:
+                size = len(span[2])
+                while self._full(size) and not self._closed:
+                    limit = give_up if self.deadline is None else min(give_up, self.deadline)
+                    remaining = limit - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                if not (self._closed or self._full(size)):
+                    self._held += 1
+                    self._held_bytes += size
+                    self._queue.append(span)
+                    taken += 1
+                    if len(self._queue) >= self.batch_size:
+                        self._cond.notify_all()
+                    continue
+                draining = self._closed or self.deadline is not None
+                self._count_drop(self._drain_reason if draining else self._full_reason, 1)
+                if not draining:
+                    dropped.append(span)
+        if dropped:
+            self._done(dropped)  # dropped and counted; a drain's leftovers stay in the on-disk queue
+        return taken
 
     # -- the sending thread --------------------------------------------------------------------------------
     def _run(self) -> None:
-        delay = FORWARD_SCHEDULE_DELAY_MS / 1000
+        delay = self._delay
         while True:
             with self._cond:
                 due = time.monotonic() + delay
@@ -198,7 +215,7 @@ class ForwardQueue(SpanProcessor):
         with self._cond:
             if not self._abandoned:
                 if not ok:
-                    self._count_drop("forward_failed", count)
+                    self._count_drop(self._failed_reason, count)
                 self._held = max(0, self._held - count)
                 self._held_bytes = max(0, self._held_bytes - size)
             self._cond.notify_all()
@@ -242,13 +259,14 @@ class ForwardQueue(SpanProcessor):
             _log.debug("otel-toolscore forward: sender shutdown failed", exc_info=True)
 
     def abandon(self) -> int:
-        """At exit: stop taking spans; count what was not sent (``drain_timeout``); how many."""
+        """At exit: stop taking spans; count what was not sent (``drain_timeout``, or the reason
+        given for a drain); how many."""
         with self._cond:
             self._closed = self._abandoned = self._stopping = True
             left, self._held, self._held_bytes = self._held, 0, 0
             self._queue.clear()
             self._cond.notify_all()
         if left:
-            self._count_drop("drain_timeout", left)
+            self._count_drop(self._drain_reason, left)
         self._stop_sender()  # ends a send still retrying (its back-off waits on the sender's stop)
         return left

@@ -36,9 +36,9 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from .._version import __version__
 from ..telemetry import names
-from .decode import DecodeError, parse_logs_request, trace_request
-from .http_server import Answer, HttpLimits, HttpServer
-from .intake import Intake, IntakeResult
+from ._decode import DecodeError, parse_logs_request, trace_request
+from ._http_server import Answer, HttpLimits, HttpServer
+from ._intake import Intake, IntakeResult
 
 if TYPE_CHECKING:
     from .settings import ServiceSettings
@@ -206,7 +206,7 @@ def _status_answer(
 
 
 class HttpReceiver:
-    """OTLP/HTTP on :class:`~.http_server.HttpServer`: ``/v1/traces``, ``/v1/logs``, ``/healthz``, ``/readyz``."""
+    """OTLP/HTTP on :class:`~._http_server.HttpServer`: ``/v1/traces``, ``/v1/logs``, ``/healthz``, ``/readyz``."""
 
     def __init__(self, service: Intake, settings: ServiceSettings) -> None:
         self.service = service

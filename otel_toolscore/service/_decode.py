@@ -5,7 +5,7 @@ span is an :class:`~otel_toolscore.core.otlp_spans.OtlpSpan` view over its decod
 attributes a key table, values decoded when a reader looks a key up), never an SDK
 ``ReadableSpan`` (:func:`trace_request`). The request around the spans is parsed with each span
 left as its encoded bytes, which the view keeps: in enrich-and-forward mode a span leaves as
-received, never re-encoded (:mod:`.wire`).
+received, never re-encoded (:mod:`._wire`).
 
 :func:`decode_spans` still turns a request into SDK ``ReadableSpan`` objects, for an injected SDK
 ``SpanExporter`` (and for replaying recorded traces through a live span processor).
@@ -30,7 +30,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from ..core.otlp_spans import LEAN_SPAN, LEAN_TRACE_REQUEST, OtlpResource, lean_span_view, scope_view
 from ..extract.records import any_value
-from .wire import Envelope, WireSpan, envelope
+from ._wire import Envelope, WireSpan, envelope
 
 __all__ = [
     "DecodeError",
@@ -74,7 +74,7 @@ class DecodedSpan:
     # Whether the sender said the parent is in another process (``None``: not said, older senders).
     parent_remote: bool | None
     cost: int  # estimated bytes held while buffered
-    #: the span as received, encoded (:data:`.wire.WireSpan`), kept for enrich-and-forward
+    #: the span as received, encoded (:data:`._wire.WireSpan`), kept for enrich-and-forward
     wire: WireSpan | None = None
 
 
@@ -152,7 +152,7 @@ def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False)
     ``ReadableSpan`` (what an injected SDK ``SpanExporter`` takes).
 
     ``keep_wire``: each span also keeps its encoded bytes, and its resource's and scope's (forwarded
-    as received, :mod:`.wire`); they are counted in its cost once more."""
+    as received, :mod:`._wire`); they are counted in its cost once more."""
     for rs in request.resource_spans:
         resource = Resource(_attrs(rs.resource.attributes), rs.schema_url or None)
         # The resource and each scope are decoded once per request and held as long as any of their
@@ -210,6 +210,7 @@ def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False)
 
 
 # -- views (what the service scores) -----------------------------------------------------------------
+_ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
 #: What a lean parse raises on bytes the standard message may still read (or refuse in its own words).
 _UNREADABLE = (_ProtobufError, ValueError, RecursionError)
 
@@ -264,15 +265,26 @@ class TraceRequest:
             scope = scope_view(ss.scope, ss.schema_url)
             shared += _shared_cost(ss.scope)
             for raw, sp in spans:
-                trace_id = _id(sp.trace_id)
-                span_id = _id(sp.span_id)
-                if not trace_id or not span_id:
-                    continue
-                parent_id = _id(sp.parent_span_id) or None
-                view = lean_span_view(
-                    raw, "%032x" % trace_id, "%016x" % span_id, "%016x" % parent_id if parent_id else None,
-                    sp, scope, resource,
-                )
+                tid = sp.trace_id
+                sid = sp.span_id
+                pid = sp.parent_span_id
+                if len(tid) == 16 and len(sid) == 8 and tid != _ZERO_TRACE and sid != _ZERO_SPAN:
+                    # ids as every SDK writes them: their hex is their bytes' (no number formatted)
+                    trace_hex, span_hex = tid.hex(), sid.hex()
+                    trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
+                else:
+                    trace_id, span_id = _id(tid), _id(sid)
+                    if not trace_id or not span_id:
+                        continue
+                    trace_hex, span_hex = "%032x" % trace_id, "%016x" % span_id
+                parent_hex: str | None
+                if len(pid) == 8 and pid != _ZERO_SPAN:
+                    parent_hex = pid.hex()
+                    parent_id: int | None = int(parent_hex, 16)
+                else:
+                    parent_id = _id(pid) or None
+                    parent_hex = "%016x" % parent_id if parent_id else None
+                view = lean_span_view(raw, trace_hex, span_hex, parent_hex, sp, scope, resource)
                 view.trace_id = trace_id
                 flags = sp.flags
                 remote = bool(flags & _IS_REMOTE) if flags & _HAS_IS_REMOTE else None
