@@ -188,7 +188,7 @@ def test_views_read_every_corpus_file_as_span_records_do(tmp_path: Path, capture
 
     from otel_toolscore.extract import ExtractOptions
     from otel_toolscore.extract.otlp_json import span_records_from_json
-    from otel_toolscore.service.decode import _hex_ids_to_base64
+    from otel_toolscore.service._decode import _hex_ids_to_base64
 
     options = ExtractOptions(capture_content=capture)
     files = _corpus_trace_files()
