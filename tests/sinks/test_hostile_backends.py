@@ -202,8 +202,11 @@ def test_the_cap_settings_come_from_the_environment() -> None:
 
 
 def test_judge_check_under_an_endless_body_keeps_its_memory(tmp_path: Any) -> None:
-    code = ("import resource, sys; from otel_toolscore.cli import main; rc = main(sys.argv[1:]); "
-            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)")
+    # VmHWM, the child's own high-water mark: ru_maxrss starts from the parent's RSS at fork (a pytest
+    # process of 800 MB made a child of 90 MB read as 835 MiB)
+    code = ("import re, sys; from otel_toolscore.cli import main; rc = main(sys.argv[1:]); "
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1); "
+            "print('PEAK', hwm, file=sys.stderr); sys.exit(rc)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
     env.update(NO_PROXY="127.0.0.1", no_proxy="127.0.0.1", OTEL_TOOLSCORE_JUDGE_MAX_RETRIES="0")
     with HostileServer(lambda seen: Endless()) as server:
