@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..extract import ExtractionReport, ExtractOptions, extract_runs_with_report
-from ..extract.facts import DEFAULT_OPTIONS
+from ..extract._facts import DEFAULT_OPTIONS
 from ..model import AgentRun
-from ..offline.records import RecordBuilder, common_root, field_names
-from ..offline.text import visible
+from ..offline._records import RecordBuilder, common_root, field_names
+from ..offline._text import visible
 from ..settings import ConfigError
 from ._arguments import HelpFormatter, epilog, positive_int
 from ._messages import say

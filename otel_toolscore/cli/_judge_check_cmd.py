@@ -1,7 +1,7 @@
 """``otel-toolscore judge-check``: how far a judge model agrees with a labelled set, before trusting it.
 
 Runs the LLM scorer (the endpoint and settings of ``OTEL_TOOLSCORE_JUDGE_*``, as online) over the
-calibration set shipped with the package (:mod:`otel_toolscore.offline.calibration`) and reports
+calibration set shipped with the package (:mod:`otel_toolscore.offline._calibration`) and reports
 agreement per verdict and per score band, a confusion table, the runs it failed to answer, tokens
 and latency. Every scenario is judged (no sampling); the rate limit and token budget still apply.
 Arguments and results are sent to the judge whatever the settings say: the set is synthetic, and its
@@ -57,8 +57,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..offline.calibration import load_calibration_set, report, scenario_items, select
-    from ..offline.judging import JudgePlan, estimate, judge_runs
+    from ..offline._calibration import load_calibration_set, report, scenario_items, select
+    from ..offline._judging import JudgePlan, estimate, judge_runs
 
     try:
         scenarios = select(load_calibration_set(), args.scenarios)

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..offline.text import visible
+from ..offline._text import visible
 
 __all__ = ["PROG", "command_messages", "say"]
 

@@ -1,10 +1,10 @@
 """Output formats shared by ``extract`` and ``score``: a table for people, JSON, JSON Lines and CSV.
 
-All three machine formats carry the records of :mod:`otel_toolscore.offline.records` (same field
+All three machine formats carry the records of :mod:`otel_toolscore.offline._records` (same field
 names, same order). JSON is one indented document; JSON Lines and CSV hold one run per line, so they
 stream into ``jq``, spreadsheets and warehouse loaders. In CSV a list of names becomes
 comma-separated text, a sequence of calls `` -> ``-joined text, an object or a list of objects
-compact JSON; ``None`` is empty. No string breaks an output (:mod:`otel_toolscore.offline.text`):
+compact JSON; ``None`` is empty. No string breaks an output (:mod:`otel_toolscore.offline._text`):
 CSV is RFC 4180 (CRLF line ends, a field with CR, LF, a comma or a quote is quoted) and a cell a
 spreadsheet would run as a formula is neutralised unless ``--csv-raw``.
 """
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
-from ..offline.text import csv_text, json_text
+from ..offline._text import csv_text, json_text
 
 __all__ = ["FORMATS", "add_format_argument", "chosen_format", "write_csv", "write_json", "write_jsonl"]
 

@@ -7,7 +7,7 @@ the default expectation. Both come from the processor's settings — ``OTEL_TOOL
 ``OTEL_TOOLSCORE_INCLUDE_FRAMEWORK_CALLS`` — with ``--rules`` / ``--expected-tool`` /
 ``--expected-order`` / ``--strict`` / ``--include-framework-calls`` over them. Runs with no expectation
 are listed as not scored. ``--judge`` also runs the LLM scorer over the runs
-(:mod:`otel_toolscore.offline.judging`: the online judge's settings, sampling, rate limit and token
+(:mod:`otel_toolscore.offline._judging`: the online judge's settings, sampling, rate limit and token
 budget; ``--dry-run`` prices it instead).
 
 Everything that can be checked before work is: the rules, the flags, the report's path, and with
@@ -32,10 +32,10 @@ from typing import Any
 
 from ..expectations import Expectation, RulesError, resolve
 from ..model import AgentRun
-from ..offline.records import RecordBuilder, common_root, field_names
-from ..offline.report import DEFAULT_MAX_ROWS, Gate
-from ..offline.results import FileRunScore, summarise
-from ..offline.text import visible
+from ..offline._records import RecordBuilder, common_root, field_names
+from ..offline._report import DEFAULT_MAX_ROWS, Gate
+from ..offline._results import FileRunScore, summarise
+from ..offline._text import visible
 from ..settings import ConfigError
 from ._arguments import HelpFormatter, epilog, positive_int, tool_order, unit_score
 from ._extract_cmd import InputError, add_parse_limit_argument, finish, read_runs
@@ -231,7 +231,7 @@ def _print_estimate(estimate: Any, args: argparse.Namespace, fmt: str, model: st
 def _judge(args: argparse.Namespace, judge: Any, settings: Any, scored: list[FileRunScore], progress: Progress,
            fmt: str) -> dict[str, Any] | None:
     """Judge ``scored`` in place and return the judge summary (or print the dry-run estimate: ``None``)."""
-    from ..offline.judging import estimate, judge_runs, plan_judgments
+    from ..offline._judging import estimate, judge_runs, plan_judgments
 
     plan = plan_judgments(scored, judge.sampler, args.max_judgments)
     if args.dry_run:
@@ -363,7 +363,7 @@ def _score(args: argparse.Namespace, settings: Any, rules: list[Expectation], de
     else:
         _print_table(scored, summary, judged, builder)
     if args.report:
-        from ..offline.report import write_report
+        from ..offline._report import write_report
 
         try:
             write_report(args.report, scored, summary, files=args.files, judge=judged, rules=rules, default=default,

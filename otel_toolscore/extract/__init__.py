@@ -35,10 +35,10 @@ know leave it to the framework readers); ``execute_tool (merged)`` is never a ca
 facts of the run's root span win over facts of its model spans (the first model span for the user's
 request, the last one for the final answer). Framework tags (``strands``, ``openai-agents``,
 ``langchain``, ``mastra`` …) are added from the instrumentation scope for reporting only, and select
-the framework-specific parsers of :mod:`.frameworks` (smolagents, LlamaIndex, CrewAI under
-OpenInference). The run rules (nesting, wrappers, de-duplication, errors) are in :mod:`.assemble`;
+the framework-specific parsers of :mod:`._frameworks` (smolagents, LlamaIndex, CrewAI under
+OpenInference). The run rules (nesting, wrappers, de-duplication, errors) are in :mod:`._assemble`;
 runs and calls a framework records without an agent or tool span (CrewAI coworkers, LlamaIndex
-handoffs, Mastra workflow steps, smolagents' managed agents) in :mod:`.implicit_runs`.
+handoffs, Mastra workflow steps, smolagents' managed agents) in :mod:`._implicit_runs`.
 
 What is parsed where: :func:`read_span` (hot path) reads scalar attributes only; JSON message
 attributes, flattened ``llm.*`` keys, tool definitions, arguments and results are parsed once per run
@@ -52,10 +52,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_getattr
-from .assemble import assemble_runs
-from .facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
-from .readers import classify_start, read_log, read_span
-from .records import (
+from ._assemble import assemble_runs
+from ._facts import DEFAULT_OPTIONS, ExtractOptions, SpanFacts
+from ._readers import classify_start, read_log, read_span
+from ._records import (
     LogRecordView,
     SpanRecord,
     log_view_from_sdk,
@@ -65,13 +65,13 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report, iter_runs
+    from ._sources import ExtractionReport, SourceReport, extract_runs, extract_runs_with_report, iter_runs
 
-#: Reading files and OTLP messages (:mod:`.sources`, which loads protobuf and the OTLP message
+#: Reading files and OTLP messages (:mod:`._sources`, which loads protobuf and the OTLP message
 #: classes) is loaded on first use: the live processor needs only the readers and the assembler.
 __getattr__ = lazy_getattr(
     __name__,
-    dict.fromkeys(("ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"), ".sources"),
+    dict.fromkeys(("ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"), "._sources"),
 )
 
 __all__ = [

@@ -1,5 +1,5 @@
 """Grouping the offline reader's facts by trace: when a trace is complete, its assembly into runs,
-and the stitching of a hand-written loop that left one trace per model call (see :mod:`.sources`).
+and the stitching of a hand-written loop that left one trace per model call (see :mod:`._sources`).
 
 Reports are the caller's (:class:`SourceCounts`: the counters of one source); runs come out as
 ``(first-seen position, index in trace, run)`` so the caller may restore input order.
@@ -13,12 +13,12 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ..model import AgentRun
 from ..run_records import RunRecord
-from .assemble import assemble_records
-from .content import requested_calls
-from .facts import ExtractOptions, SpanFacts
-from .otlp_views import OtlpSpan, read_view
-from .readers import read_log, read_span
-from .records import SpanRecord
+from ._assemble import assemble_records
+from ._content import requested_calls
+from ._facts import ExtractOptions, SpanFacts
+from ._otlp_views import OtlpSpan, read_view
+from ._readers import read_log, read_span
+from ._records import SpanRecord
 
 __all__ = ["PROGRESS_EVERY", "Collector", "SourceCounts", "stitch"]
 
@@ -27,7 +27,7 @@ PROGRESS_EVERY = 1023
 
 
 class SourceCounts(Protocol):
-    """The counters of one source the collector keeps (:class:`~.sources.SourceReport`)."""
+    """The counters of one source the collector keeps (:class:`~._sources.SourceReport`)."""
 
     source: str
     spans_read: int

@@ -1,8 +1,8 @@
 """Byte formats of the offline reader: gzip, JSON Lines and JSON documents, protobuf (whole or one
-resource at a time), and the sniffing that tells them apart by content (see :mod:`.sources`).
+resource at a time), and the sniffing that tells them apart by content (see :mod:`._sources`).
 
 Each input becomes a stream of messages — protobuf trace data as :class:`TraceGroups` (spans parsed
-leanly, their attributes a key table: :mod:`.otlp_views`), protobuf log requests, or :class:`JsonDoc` s
+leanly, their attributes a key table: :mod:`._otlp_views`), protobuf log requests, or :class:`JsonDoc` s
 (one parsed OTLP/JSON export request) — read as the bytes arrive; what cannot be decoded is told to the source's
 report (:class:`Problems`) and the rest is read on.
 """
@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
-from .otlp_views import LEAN_RESOURCE_SPANS, LEAN_SPAN, LEAN_TRACE_REQUEST
+from ._otlp_views import LEAN_RESOURCE_SPANS, LEAN_SPAN, LEAN_TRACE_REQUEST
 
 __all__ = [
     "CHUNK", "MAX_INPUT_BYTES", "WHOLE_READ_BYTES", "Counted", "JsonDoc", "Problems", "TraceGroups", "decode_stream",
@@ -201,7 +201,7 @@ def _proto_score(msg: Any) -> int:
 
 
 class TraceGroups:
-    """Trace data read leanly (:mod:`.otlp_views`): per scope, (its ``ResourceSpans``, its
+    """Trace data read leanly (:mod:`._otlp_views`): per scope, (its ``ResourceSpans``, its
     ``ScopeSpans``, its spans as (encoded bytes, lean ``Span``)) — attributes left a key table."""
 
     __slots__ = ("groups",)

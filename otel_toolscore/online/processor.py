@@ -40,7 +40,7 @@ from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, StartCo
 from ..expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
 from ..expectations import Expectation
 from ..extract import ExtractOptions, SpanFacts
-from ..extract.records import LogRecordView, log_view_from_sdk
+from ..extract._records import LogRecordView, log_view_from_sdk
 from ..settings import Settings
 from ..sinks._base import ScoreSink
 

@@ -1,6 +1,6 @@
 """The scoring service: OTLP in, the scoring core in the middle, OTLP out.
 
-Received spans are decoded into views read in place (:mod:`._decode`, :mod:`otel_toolscore.core.otlp_spans`:
+Received spans are decoded into views read in place (:mod:`._decode`, :mod:`otel_toolscore.core._otlp_spans`:
 no SDK span per span, attribute values decoded when a reader looks them up) and buffered by trace
 (:mod:`._buffer`). When a trace is complete, the scorer thread runs it through the same core the span
 processor runs (:class:`~otel_toolscore.core.Core`: starts in start order, log facts, ends in end
@@ -28,9 +28,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from .._deadline import Deadline
 from .._version import __version__
 from ..core import Release, ScoredRun, build_core
-from ..core.otlp_spans import OTLP_SPANS, OtlpSpan
+from ..core._otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
-from ..extract.records import log_views_from_proto
+from ..extract._records import log_views_from_proto
 from ..telemetry import names
 from ._buffer import PendingTrace, TraceBuffer
 from ._decode import DecodedSpan, TraceRequest, as_trace_request

@@ -1,7 +1,7 @@
 """OTLP export requests (protobuf or OTLP/JSON) to the spans the service buffers and scores.
 
 The service runs received spans through the same core a live process runs, read in place: each
-span is an :class:`~otel_toolscore.core.otlp_spans.OtlpSpan` view over its decoded message (its
+span is an :class:`~otel_toolscore.core._otlp_spans.OtlpSpan` view over its decoded message (its
 attributes a key table, values decoded when a reader looks a key up), never an SDK
 ``ReadableSpan`` (:func:`trace_request`). The request around the spans is parsed with each span
 left as its encoded bytes, which the view keeps: in enrich-and-forward mode a span leaves as
@@ -28,8 +28,8 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from ..core.otlp_spans import LEAN_SPAN, LEAN_TRACE_REQUEST, OtlpResource, lean_span_view, scope_view
-from ..extract.records import any_value
+from ..core._otlp_spans import LEAN_SPAN, LEAN_TRACE_REQUEST, OtlpResource, lean_span_view, scope_view
+from ..extract._records import any_value
 from ._wire import Envelope, WireSpan, envelope
 
 __all__ = [
@@ -64,7 +64,7 @@ class DecodeError(ValueError):
 
 @dataclass(slots=True)
 class DecodedSpan:
-    """One received span: what the core reads (an :class:`~otel_toolscore.core.otlp_spans.OtlpSpan`
+    """One received span: what the core reads (an :class:`~otel_toolscore.core._otlp_spans.OtlpSpan`
     view, or an SDK ``ReadableSpan`` from :func:`decode_spans`), and what the buffer needs."""
 
     span: Any
@@ -218,7 +218,7 @@ _UNREADABLE = (_ProtobufError, ValueError, RecursionError)
 class TraceRequest:
     """A trace export request as the service takes it: its protobuf bytes (what the on-disk queue
     keeps and replays), parsed — the request around the spans with each span left as its encoded
-    bytes, and each span on its own as a lean message (:data:`~otel_toolscore.core.otlp_spans.LEAN_SPAN`,
+    bytes, and each span on its own as a lean message (:data:`~otel_toolscore.core._otlp_spans.LEAN_SPAN`,
     its attributes a key table). :meth:`decoded` turns them into the views the service buffers.
 
     Raises :class:`DecodeError` when ``body`` is not an export request (a span that does not parse

@@ -298,7 +298,7 @@ class EncodedLoggerProvider(_logs.LoggerProvider):
     Writing a record only queues it (:attr:`only_queues`): the core's outputs write evaluation
     records on the scorer's thread, as they do for the SDK's provider with a batch processor."""
 
-    #: emitting never waits on the exporter (read by :func:`otel_toolscore.core.outputs.only_queues`)
+    #: emitting never waits on the exporter (read by :func:`otel_toolscore.core._outputs.only_queues`)
     only_queues = True
 
     def __init__(self, resource: Resource, sender: TraceSender, count_drop: DropCounter | None = None,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import END, HOLD, LOG, START
-from ..core.otlp_spans import OTLP_SPANS
+from ..core._otlp_spans import OTLP_SPANS
 from ._buffer import PendingTrace
 
 __all__ = ["replay"]

@@ -187,7 +187,7 @@ def test_views_read_every_corpus_file_as_span_records_do(tmp_path: Path, capture
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     from otel_toolscore.extract import ExtractOptions
-    from otel_toolscore.extract.otlp_json import span_records_from_json
+    from otel_toolscore.extract._otlp_json import span_records_from_json
     from otel_toolscore.service._decode import _hex_ids_to_base64
 
     options = ExtractOptions(capture_content=capture)

@@ -17,9 +17,10 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from otel_toolscore.extract import ExtractionReport, extract_runs, extract_runs_with_report, iter_runs, sources
-from otel_toolscore.extract.otlp_json import log_views_from_json, span_records_from_json
-from otel_toolscore.extract.records import log_views_from_proto, span_records_from_proto
+from otel_toolscore.extract import ExtractionReport, extract_runs, extract_runs_with_report, iter_runs
+from otel_toolscore.extract import _sources as sources
+from otel_toolscore.extract._otlp_json import log_views_from_json, span_records_from_json
+from otel_toolscore.extract._records import log_views_from_proto, span_records_from_proto
 from otel_toolscore.service._decode import _hex_ids_to_base64
 
 CORPUS = Path(__file__).parents[1] / "corpus"

@@ -1,8 +1,8 @@
 """The fast lanes give exactly what the general code gives.
 
-* :func:`~otel_toolscore.extract.fast_read.read_live_span` (one table lookup for a scalar GenAI span)
+* :func:`~otel_toolscore.extract._fast_read.read_live_span` (one table lookup for a scalar GenAI span)
   must return the very facts :func:`~otel_toolscore.extract.read_span` returns, or decline.
-* :func:`~otel_toolscore.extract.assemble.single_run` (one agent span and what it encloses) must
+* :func:`~otel_toolscore.extract._assemble.single_run` (one agent span and what it encloses) must
   return the very runs the general rules return, or decline.
 
 Checked on every recorded corpus file (offline and replayed live), on spans made by the SDK in
@@ -27,16 +27,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
-from otel_toolscore.extract import (
-    ExtractOptions,
-    assemble,
-    extract_runs,
-    fast_read,
-    read_span,
-    readers,
-    record_from_readable,
-)
-from otel_toolscore.extract.facts import Requested, SpanFacts
+from otel_toolscore.extract import ExtractOptions, extract_runs, read_span, record_from_readable
+from otel_toolscore.extract import _assemble as assemble
+from otel_toolscore.extract import _fast_read as fast_read
+from otel_toolscore.extract import _readers as readers
+from otel_toolscore.extract._facts import Requested, SpanFacts
 from otel_toolscore.model import AgentRun
 from otel_toolscore.run_records import as_model
 
@@ -380,7 +375,7 @@ def test_processor_scores_the_same_with_and_without_the_lanes(monkeypatch: pytes
     def scores(lanes: bool, content: bool) -> list[Any]:
         if not lanes:
             monkeypatch.setattr(fast_read, "read_live_span", lambda span, opts, *ids: None)
-            monkeypatch.setattr("otel_toolscore.core.sources.read_live_span", lambda span, opts, *ids: None)
+            monkeypatch.setattr("otel_toolscore.core._sources.read_live_span", lambda span, opts, *ids: None)
             monkeypatch.setattr(assemble, "single_run", lambda *a: None)
         out: list[Any] = []
         processor = ToolScoreSpanProcessor(

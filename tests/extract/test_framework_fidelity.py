@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Status, StatusCode
 
 from otel_toolscore.extract import extract_runs
-from otel_toolscore.extract.frameworks import crewai_tool_name
+from otel_toolscore.extract._frameworks import crewai_tool_name
 
 SMOL = "openinference.instrumentation.smolagents"
 LLAMA = "openinference.instrumentation.llama_index"

@@ -17,7 +17,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
-from otel_toolscore.extract.frameworks import traces_every_tool_call
+from otel_toolscore.extract._frameworks import traces_every_tool_call
 from otel_toolscore.online.processor import ScoredRun
 from otel_toolscore.service._decode import decode_spans, parse_trace_request
 

@@ -324,7 +324,7 @@ def test_secret_shapes_never_reach_the_endpoint(server: OpenAITestServer, text: 
 def test_a_secret_straddling_the_extraction_cut_loses_its_first_part(
     server: OpenAITestServer, text: str, fragments: list[str], max_chars: int
 ) -> None:
-    from otel_toolscore.extract.values import truncate_value
+    from otel_toolscore.extract._values import truncate_value
 
     limit = 8192  # the extractor's default cut; the judge's own limit is above it
     for split in (len(text) // 2, len(text) - 3):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from otel_toolscore.cli import main
-from otel_toolscore.offline.calibration import Scenario, band_of, load_calibration_set
+from otel_toolscore.offline._calibration import Scenario, band_of, load_calibration_set
 from tests.support.openai_server import OpenAITestServer, RecordedRequest, Reply, garbage, judge_answer
 
 SCENARIOS = load_calibration_set()

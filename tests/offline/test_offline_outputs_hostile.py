@@ -23,8 +23,8 @@ import pytest
 from otel_toolscore.cli import main
 from otel_toolscore.expectations import Expectation
 from otel_toolscore.model import AgentRun, ToolCall
-from otel_toolscore.offline.report import DEFAULT_MAX_ROWS, MAX_NAME_CHARS, render_report
-from otel_toolscore.offline.results import FileRunScore, summarise
+from otel_toolscore.offline._report import DEFAULT_MAX_ROWS, MAX_NAME_CHARS, render_report
+from otel_toolscore.offline._results import FileRunScore, summarise
 from tests.support.otlp_runs import Run, write_runs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""One record schema for every machine format and command (``otel_toolscore.offline.records``):
+"""One record schema for every machine format and command (``otel_toolscore.offline._records``):
 ``extract`` and ``score`` (with and without ``--judge``) write the same field names in the same
 order in JSON, JSON Lines and CSV; the field list in docs/offline.md is the schema's, in order; the
 ``file`` of a record identifies the file (a path under the inputs' common folder, not a basename)."""
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from otel_toolscore.cli import main
-from otel_toolscore.offline.records import FIELDS, RENAMED, field_names
+from otel_toolscore.offline._records import FIELDS, RENAMED, field_names
 from tests.support.openai_server import OpenAITestServer, echo_judge
 
 ROOT = Path(__file__).resolve().parents[2]

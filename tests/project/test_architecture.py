@@ -169,7 +169,7 @@ def test_the_processor_loads_no_service_llm_scorer_or_otlp_decoders() -> None:
         "import sys\n"
         "from otel_toolscore import ToolScoreSpanProcessor, create_tool_call_accuracy_scorer_code\n"
         "heavy = ('openai', 'google.protobuf', 'opentelemetry.proto', 'grpc', 'httpx', 'otel_toolscore.service', 'opentelemetry.sdk._logs',\n"
-        "         'otel_toolscore.scorers.llm', 'otel_toolscore.extract.sources', 'otel_toolscore.online.judge',\n"
+        "         'otel_toolscore.scorers.llm', 'otel_toolscore.extract._sources', 'otel_toolscore.online.judge',\n"
         "         'pydantic', 'otel_toolscore.model', 'otel_toolscore.scorers._code_result', 're2', 'yaml', 'email')\n"
         "print(sorted({m.split('.')[0] if not m.startswith('otel_toolscore') else m for m in sys.modules\n"
         "              if m.startswith(heavy)}))\n"

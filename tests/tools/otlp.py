@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from otel_toolscore.extract.records import any_value
+from otel_toolscore.extract._records import any_value
 
 _KINDS = {
     "/v1/traces": (ExportTraceServiceRequest, ExportTraceServiceResponse),

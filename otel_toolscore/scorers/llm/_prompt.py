@@ -91,7 +91,7 @@ CORRECTION = (
 )
 
 NOT_CAPTURED = "(not captured)"
-#: What the extractor appends to a value it cut (``otel_toolscore.extract.values.truncate``).
+#: What the extractor appends to a value it cut (``otel_toolscore.extract._values.truncate``).
 EXTRACTION_CUT = "…[truncated]"
 # The piece of a cut value that the cut went through: its last token, and digit groups before it
 # (the first groups of a card number). Looked for in the last characters only.

@@ -2,7 +2,7 @@
 
 One :class:`Core` turns a stream of span starts and ends (and log facts) into scored runs, whoever
 feeds it: the span processor's worker thread, the scoring service's scorer thread. It reads each
-ended span's facts (through the adapter's :class:`~.sources.SpanSource`), keeps per trace the parent
+ended span's facts (through the adapter's :class:`~._sources.SpanSource`), keeps per trace the parent
 links, the open spans, the facts and the context captured at start — each bounded and counted — and
 when roots end it assembles the trace (once per batch, however many roots ended), resolves
 expectations, scores, and releases the root with the attributes its score adds.
@@ -25,15 +25,15 @@ from typing import Any
 from .._scored import ScoredRun
 from ..expectations import Expectation, expectation_from_attributes, resolve
 from ..extract import ExtractOptions, SpanFacts, read_log
-from ..extract.assemble import assemble_records
-from ..extract.frameworks import traces_every_tool_call
+from ..extract._assemble import assemble_records
+from ..extract._frameworks import traces_every_tool_call
 from ..run_records import RunRecord
 from ..scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
 from ..settings import Settings
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
 from ..telemetry._attributes import MAX_EXPLANATION_CHARS, cut_text
-from .sources import SpanSource
-from .state import HeldRoot, StartContext, TraceState, TraceTable
+from ._sources import SpanSource
+from ._state import HeldRoot, StartContext, TraceState, TraceTable
 
 __all__ = ["END", "HOLD", "LOG", "START", "Core", "Release"]
 

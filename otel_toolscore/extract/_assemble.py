@@ -10,7 +10,7 @@ Rules (``docs/frameworks.md`` says which framework needs which), each grounded i
   twice (OpenLLMetry's ``invoke_agent X`` → ``X.workflow``; ADK under OpenInference); an agent span that
   encloses other agents and has no name or no model/tool call of its own is a wrapper
   (openai-agents' ``Agent workflow``, Strands' swarm, an OpenLLMetry workflow).
-* **Runs and calls without their usual span** (:mod:`.implicit_runs`): a tool span that runs a
+* **Runs and calls without their usual span** (:mod:`._implicit_runs`): a tool span that runs a
   coworker agent inside it is also that agent's run (CrewAI); a run whose workflow steps name
   different agents is cut into one run per agent (LlamaIndex handoffs); workflow steps are calls
   only inside a workflow an agent ran as a tool (Mastra); a requested call answered by a nested run
@@ -18,7 +18,7 @@ Rules (``docs/frameworks.md`` says which framework needs which), each grounded i
 * **Membership.** Each fact belongs to the nearest enclosing run; nested runs get ``parent_run_id``.
   An agent span left empty whose sibling task span carries its name adopts that task's subtree
   (OpenLLMetry + LangGraph subgraphs). Handed-off-to agents become children of the agent that
-  handed off (:mod:`.handoffs`).
+  handed off (:mod:`._handoffs`).
 * **Calls.** Executed calls come from tool spans. Requested calls come from model outputs (model spans
   and their log events; a model span nested in a model span is the same model call). An agent span's
   own output (AI SDK 7's root, ``pydantic_ai.all_messages``) is used only when no model span in the
@@ -47,10 +47,10 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 from ..run_records import CallRecord, RunRecord, ToolRecord
-from .content import requested_calls
-from .facts import DEFAULT_OPTIONS, ExtractOptions, Requested, SpanFacts
-from .handoffs import reparent_handoffs
-from .implicit_runs import (
+from ._content import requested_calls
+from ._facts import DEFAULT_OPTIONS, ExtractOptions, Requested, SpanFacts
+from ._handoffs import reparent_handoffs
+from ._implicit_runs import (
     RunFacts,
     answer_calls_from_nested_runs,
     hosted_root,
@@ -59,7 +59,7 @@ from .implicit_runs import (
     split_by_step_agent,
     step_agent,
 )
-from .values import RawCall
+from ._values import RawCall
 
 if TYPE_CHECKING:
     from ..model import AgentRun
@@ -107,7 +107,7 @@ def assemble_records(
 
 
 def needs_inputs(facts: Sequence[SpanFacts]) -> bool:
-    """Whether the input content left unparsed (:data:`~.facts.INPUT_PARSERS`) can change this trace's
+    """Whether the input content left unparsed (:data:`~._facts.INPUT_PARSERS`) can change this trace's
     runs: only a call the model requested that no tool span ran (it may be history echoed back, or
     take its result and status from a later model call's input), and a model call that recorded no
     output (its calls are read from the next call's input) are decided by what the model was given.

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ..extract import ExtractOptions, SpanFacts, classify_start, read_span, record_from_readable
-from ..extract.fast_read import read_live_oi_span, read_live_span
-from ..extract.readers import AGENT_OPS, ROLE_OPS, may_have_facts
-from ..extract.records import has_events, plain_attributes
+from ..extract._fast_read import read_live_oi_span, read_live_span
+from ..extract._readers import AGENT_OPS, ROLE_OPS, may_have_facts
+from ..extract._records import has_events, plain_attributes
 
 __all__ = ["SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "may_root_by_attributes", "scored_copy"]
 

@@ -17,8 +17,8 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .otlp_views import OtlpEvent, OtlpResource, OtlpScope, OtlpSpan
-from .records import LogRecordView, SpanRecord
+from ._otlp_views import OtlpEvent, OtlpResource, OtlpScope, OtlpSpan
+from ._records import LogRecordView, SpanRecord
 
 __all__ = ["OtlpJsonError", "log_views_from_json", "span_records_from_json", "span_views_from_json"]
 
@@ -194,7 +194,7 @@ def span_records_from_json(doc: Mapping[str, Any]) -> Iterator[SpanRecord]:
 
 def span_views_from_json(doc: Mapping[str, Any]) -> Iterator[OtlpSpan]:
     """The spans of one OTLP/JSON ``ExportTraceServiceRequest`` document as views
-    (:class:`~.otlp_views.OtlpSpan`: what the table-driven readers read directly), with the fields
+    (:class:`~._otlp_views.OtlpSpan`: what the table-driven readers read directly), with the fields
     and checks of :func:`span_records_from_json`; the resource and scope of a group are shared."""
     last_res: Any = None
     last_scope: tuple[Any, str | None] = (None, None)

@@ -1,7 +1,7 @@
 """Runs and calls that frameworks record without the span that would normally show them.
 
-:mod:`.assemble` bounds runs by agent spans and reads calls from tool spans. Some frameworks leave one
-of the two out; the span that carries the fact instead holds :class:`~.hints.RunHints`:
+:mod:`._assemble` bounds runs by agent spans and reads calls from tool spans. Some frameworks leave one
+of the two out; the span that carries the fact instead holds :class:`~._hints.RunHints`:
 
 * **Workflow steps** (Mastra): a tool used as a workflow step gets a ``workflow_step`` span and no
   ``execute_tool`` span. Inside a workflow that an agent ran as a tool, each step is a call of the
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..run_records import RunRecord as AgentRun
 from ..run_records import ToolRecord
-from .facts import SpanFacts
+from ._facts import SpanFacts
 
 __all__ = [
     "RunFacts",

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from ..expectations import Expectation, load_rules
 from ..extract import ExtractOptions
 from ..settings import Settings
-from .engine import Core
-from .outputs import Outputs
-from .sources import SpanSource
+from ._engine import Core
+from ._outputs import Outputs
+from ._sources import SpanSource
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics

@@ -1,6 +1,6 @@
 """Where the runs a core releases go, whichever adapter drives it (the span processor, the service).
 
-:class:`Outputs` takes each :class:`~.engine.Release` after the adapter has handed its spans on:
+:class:`Outputs` takes each :class:`~._engine.Release` after the adapter has handed its spans on:
 
 * the ``gen_ai.evaluation.result`` log record and the score histogram point of every scored run are
   written at once, on the adapter's thread (the core's worker), when the logger provider only queues
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..expectations import Expectation
     from ..judge import Judge
     from ..sinks._dispatch import SinkDispatcher
-    from .engine import Release
+    from ._engine import Release
 
 __all__ = ["Outputs", "only_queues"]
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
-from .facts import INPUT_PARSERS, KEYED_PARSERS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
-from .values import (
+from ._facts import INPUT_PARSERS, KEYED_PARSERS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
+from ._values import (
     _NOT_A_REQUEST,
     _NOT_MAPS,
     REDACTION_MARKERS,
@@ -344,7 +344,7 @@ _ROLE_TEXTS = {"user": "user_texts", "human": "user_texts", "assistant": "assist
 
 
 def _oi_parsed_outputs(attrs: Mapping[str, Any], max_calls: int) -> ParsedMessages | None:
-    """What :func:`~.values.parse_messages` reads from the output messages, read straight from the
+    """What :func:`~._values.parse_messages` reads from the output messages, read straight from the
     key table when every message is a plain one (a role, text content, tool calls); ``None`` for any
     other shape (content parts, a legacy function call, a tool's answer), which takes the general way."""
     get = attrs.get
@@ -427,7 +427,7 @@ def openinference_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: Extr
 
 def openinference_inputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
     """An LLM span's flattened ``llm.input_messages.*`` keys: the request and the conversation so far
-    (parsed only when a run needs them: see :func:`~.assemble.needs_inputs`)."""
+    (parsed only when a run needs them: see :func:`~._assemble.needs_inputs`)."""
     inputs: dict[int, dict[str, Any]] = {}
     for key, val in attrs.items():
         if not key.startswith("llm.input_messages."):

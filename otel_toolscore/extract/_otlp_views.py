@@ -1,7 +1,7 @@
 """Spans decoded from OTLP (protobuf or OTLP/JSON), read in place: :class:`OtlpSpan` and its source.
 
 The scoring service and the offline reader receive spans as OTLP export requests. Turning each into
-an SDK ``ReadableSpan`` (the service) or a full :class:`~otel_toolscore.extract.records.SpanRecord`
+an SDK ``ReadableSpan`` (the service) or a full :class:`~otel_toolscore.extract._records.SpanRecord`
 (offline) decodes every attribute value of every span, when the readers look up a handful of keys
 per span (``gen_ai.operation.name``, ``openinference.span.kind``, a tool's name …). An
 :class:`OtlpSpan` is a view the core and the readers read directly instead:
@@ -10,7 +10,7 @@ per span (``gen_ai.operation.name``, ``openinference.span.kind``, a tool's name 
   attributes declared as ``map<string, AnyValue>`` (a repeated ``KeyValue`` is the wire form of a
   map: the bytes are the same). The parser builds the key table in C, and
   :class:`OtlpAttributes` decodes a value only when its key is looked up (as
-  :func:`~otel_toolscore.extract.records.any_value` does, once per key). The request around the
+  :func:`~otel_toolscore.extract._records.any_value` does, once per key). The request around the
   spans is parsed with the span bytes left whole (``repeated bytes``): the service forwards them
   as received, and the span's own attribute order (which a table does not keep) is read from them
   when someone iterates the mapping's items (an agent span's attributes, flattened messages);
@@ -22,9 +22,9 @@ A view carries the public fields the readers' fallback reads (``name``, ``attrib
 ``instrumentation_scope``, ``status``, ``start_time``, ``end_time``, ``context``, ``parent``) and the
 same fields under the names the SDK's ``ReadableSpan`` keeps them (``_name``, ``_attributes._dict``,
 ``_events``, ``_instrumentation_scope``, ``_status``, ``_start_time``, ``_end_time``): the table-driven
-readers (:mod:`otel_toolscore.extract.fast_read`) read those first, so a view is read by them as
+readers (:mod:`otel_toolscore.extract._fast_read`) read those first, so a view is read by them as
 cheaply as an SDK span (:func:`read_view`). The core's source of views is
-:data:`otel_toolscore.core.otlp_spans.OTLP_SPANS`.
+:data:`otel_toolscore.core._otlp_spans.OTLP_SPANS`.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from .facts import ExtractOptions, SpanFacts
-from .fast_read import read_live_oi_span, read_live_span
-from .readers import may_have_facts, read_span
-from .records import SpanRecord, _hex, any_value
+from ._facts import ExtractOptions, SpanFacts
+from ._fast_read import read_live_oi_span, read_live_span
+from ._readers import may_have_facts, read_span
+from ._records import SpanRecord, _hex, any_value
 
 __all__ = [
     "LEAN_RESOURCE_SPANS",
@@ -152,7 +152,7 @@ class OtlpAttributes(Mapping[str, Any]):
     absent); ``iter()`` gives those keys in no set order (what a test for a set of keys needs, at no
     cost); ``keys()``, ``values()`` and ``items()`` follow
     the span's own order (read from its bytes once: a dict built from them equals, in order too, the
-    one :func:`~otel_toolscore.extract.records.span_records_from_proto` builds). A repeated key keeps
+    one :func:`~otel_toolscore.extract._records.span_records_from_proto` builds). A repeated key keeps
     its first place and its last value, as a dict built from the list does.
     """
 
@@ -397,7 +397,7 @@ class OtlpSpan:
         return ()
 
     def record(self) -> SpanRecord:
-        """The span as a :class:`~otel_toolscore.extract.records.SpanRecord` (the generic readers'
+        """The span as a :class:`~otel_toolscore.extract._records.SpanRecord` (the generic readers'
         input), sharing the attribute mapping; the view is its holder."""
         kind = self._kind
         code = self._status.status_code

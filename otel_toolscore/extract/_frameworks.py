@@ -1,7 +1,7 @@
 """Deferred parsers for framework-specific keys: smolagents, LlamaIndex and CrewAI under OpenInference,
 and what each framework's instrumentation always records (:func:`traces_every_tool_call`).
 
-Same contract as :mod:`.content` (``(facts, value, options) -> None``, fill only what is empty, never
+Same contract as :mod:`._content` (``(facts, value, options) -> None``, fill only what is empty, never
 raise). Each one reads a fact the framework's README in ``tests/corpus/<framework>/`` locates; the
 Python reprs read here are read only at fixed, anchored places (a pydantic repr's first or last
 field) and parsed with ``ast.literal_eval``, never evaluated.
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
-from .content import _absorb_output, _add_definitions, io_value_input
-from .facts import ExtractOptions, SpanFacts
-from .hints import RunHints
-from .values import load_json, maybe_json, parse_messages
+from ._content import _absorb_output, _add_definitions, io_value_input
+from ._facts import ExtractOptions, SpanFacts
+from ._hints import RunHints
+from ._values import load_json, maybe_json, parse_messages
 
 __all__ = [
     "call_wrapper_arguments",
@@ -34,7 +34,7 @@ __all__ = [
     "traces_every_tool_call",
 ]
 
-#: Framework tags (:mod:`.readers` ``_SCOPE_TAGS`` and the AI SDK's own keys) whose instrumentation
+#: Framework tags (:mod:`._readers` ``_SCOPE_TAGS`` and the AI SDK's own keys) whose instrumentation
 #: records a tool span for every tool the agent runs, whatever its content setting, as every recording
 #: in ``tests/corpus`` shows (docs/frameworks.md, "always a tool span"). A run of theirs with model
 #: spans and no tool span called no tool. Left out: the bare conventions (``genai``, ``openinference``,

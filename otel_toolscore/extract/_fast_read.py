@@ -1,11 +1,11 @@
-"""The table-driven lane of :func:`~.readers.read_span` for live spans.
+"""The table-driven lane of :func:`~._readers.read_span` for live spans.
 
 Most spans of an instrumented agent are OTel GenAI model, tool and agent spans that only the GenAI
-reader claims. For those, running the seven convention readers over a :class:`~.records.SpanRecord`
+reader claims. For those, running the seven convention readers over a :class:`~._records.SpanRecord`
 built first is most of the cost of reading a span. :func:`read_live_span` reads such a span straight
 from the SDK object with one table lookup (``gen_ai.operation.name`` → role), defers its content
 (messages, tool definitions) to the same parsers, and gives *exactly* the facts
-:func:`~.readers.read_span` gives (``tests/extract/test_fast_lane.py`` checks it on every shape the
+:func:`~._readers.read_span` gives (``tests/extract/test_fast_lane.py`` checks it on every shape the
 conventions know). Anything another reader could claim — another convention's keys, a framework
 scope or span name the other readers test, span events, a handoff — declines to the generic readers
 (``None``).
@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..run_records import CallRecord
-from .content import io_value_input, openinference_inputs, openinference_outputs
-from .facts import (
+from ._content import io_value_input, openinference_inputs, openinference_outputs
+from ._facts import (
     _CHARS_PER_FLAT_KEY,
     IN_SPAN_ATTRIBUTES,
     ExtractOptions,
@@ -29,9 +29,9 @@ from .facts import (
     reports_error,
     root_attributes,
 )
-from .readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, settle_content, settle_facts
-from .records import _STATUS_BY_ID, SpanRecord, plain_attributes
-from .values import clean_id
+from ._readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, settle_content, settle_facts
+from ._records import _STATUS_BY_ID, SpanRecord, plain_attributes
+from ._values import clean_id
 
 __all__ = ["read_live_oi_span", "read_live_span"]
 
@@ -56,7 +56,7 @@ _OTHER_CONVENTION_KEYS = frozenset(
     }
 )
 #: Keys another reader (or a content parser) reacts to: their presence sends the span to the generic
-#: readers. Kept in step with :mod:`.readers` by ``tests/extract/test_fast_lane.py``.
+#: readers. Kept in step with :mod:`._readers` by ``tests/extract/test_fast_lane.py``.
 _GENERIC_KEYS = _OTHER_CONVENTION_KEYS | {
     # a handoff call (framework call) of the GenAI reader
     "gen_ai.agent.handoff.target.name",
@@ -335,7 +335,7 @@ def read_live_oi_span(
 ) -> SpanFacts | None:
     """The facts of a live OpenInference span no other reader claims, or ``None``: read it generically.
 
-    The OpenInference reader itself runs (:func:`~.readers.read_span` runs it too, with six others
+    The OpenInference reader itself runs (:func:`~._readers.read_span` runs it too, with six others
     that would find nothing here), on a record built from the SDK span's fields without the
     conversions the readers do not look at (kind, resource, events)."""
     try:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..expectations import Expectation
 from ..model import AgentRun, ToolCall, ToolDefinition
 from ..scorers.llm import compute_score
-from .results import FileRunScore, Judgment
+from ._results import FileRunScore, Judgment
 
 __all__ = [
     "BANDS",

@@ -2,7 +2,7 @@
 
 Some frameworks record an agent's run without a span that bounds it; the span that does carry the
 fact is a step, a tool or a crew span. :class:`RunHints` holds those facts (on
-``SpanFacts.hints``, ``None`` for nearly every span) until :mod:`.assemble` turns them into runs:
+``SpanFacts.hints``, ``None`` for nearly every span) until :mod:`._assemble` turns them into runs:
 
 * ``step_agent`` — LlamaIndex workflow agents have no span per agent; each workflow step's event
   names the agent it runs as (``current_agent_name``). Consecutive steps of one agent are its run;

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..run_records import CallRecord, ToolRecord
-from .hints import RunHints
-from .records import plain_attributes
-from .values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
+from ._hints import RunHints
+from ._records import plain_attributes
+from ._values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
 __all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "KEYED_PARSERS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
@@ -140,7 +140,7 @@ class Requested:
 Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
 
 #: Parsers of what a model was given (input messages, the request): :meth:`SpanFacts.defer` leaves
-#: them for :meth:`SpanFacts.materialize_inputs` (registered by :mod:`.content`).
+#: them for :meth:`SpanFacts.materialize_inputs` (registered by :mod:`._content`).
 INPUT_PARSERS: set[Deferred] = set()
 #: Parsers that fill nothing but the answer's text (left out when content is not kept).
 TEXT_PARSERS: set[Deferred] = set()
@@ -240,7 +240,7 @@ class SpanFacts:
     from_log: bool = False
     #: span attributes of a run root, by reference (``AgentRun.attributes`` is built from them)
     attributes: Mapping[str, Any] | None = None
-    #: run facts a step / tool / crew span carries for a run it does not bound (see :mod:`.hints`)
+    #: run facts a step / tool / crew span carries for a run it does not bound (see :mod:`._hints`)
     hints: RunHints | None = None
     #: the application's span object the facts were read from (live spans only): input content left
     #: for later is read again from it, so pending facts hold no reference to the content itself

@@ -26,7 +26,7 @@ from ..core import ScoredRun
 from ..judge import Judge, JudgeSampler
 from ..model import AgentRun
 from ..telemetry import RunRef
-from .results import FileRunScore, Judgment
+from ._results import FileRunScore, Judgment
 
 __all__ = ["DryRunEstimate", "JudgePlan", "JudgeTotals", "estimate", "judge_runs", "plan_judgments"]
 

@@ -1,6 +1,6 @@
 """One scored run of ``otel-toolscore score``, and the summaries every output is made of.
 
-The records of the machine formats are built from these by :mod:`.records`; the table, the
+The records of the machine formats are built from these by :mod:`._records`; the table, the
 JSON document's summary and the HTML report read the same objects, so a figure means the same thing
 everywhere.
 """

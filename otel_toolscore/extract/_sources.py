@@ -16,7 +16,7 @@ it came for ``idle_records`` records. A single JSON document (not lines) is read
 :data:`MAX_INPUT_BYTES`.
 
 Spans of files and bytes are read as the scoring service reads them, through views of the decoded
-spans (:mod:`.otlp_views`: a lean protobuf ``Span`` whose attributes are a key table, and the same
+spans (:mod:`._otlp_views`: a lean protobuf ``Span`` whose attributes are a key table, and the same
 view over OTLP/JSON), by the table-driven lanes first — no full record per span. The byte formats
 are in :mod:`._streams`, the grouping by trace in :mod:`._collect`; this module holds the public
 functions and the report models.
@@ -38,6 +38,10 @@ from pydantic import BaseModel, Field
 
 from ..model import AgentRun
 from ._collect import Collector
+from ._facts import DEFAULT_OPTIONS, ExtractOptions
+from ._otlp_json import OtlpJsonError, log_views_from_json, span_views_from_json
+from ._otlp_views import span_views
+from ._records import SpanRecord, log_views_from_proto, record_from_readable, span_records_from_proto
 from ._streams import (
     CHUNK,
     MAX_INPUT_BYTES,  # noqa: F401 - the byte formats' bounds, still named here
@@ -47,10 +51,6 @@ from ._streams import (
     TraceGroups,
     decode_stream,
 )
-from .facts import DEFAULT_OPTIONS, ExtractOptions
-from .otlp_json import OtlpJsonError, log_views_from_json, span_views_from_json
-from .otlp_views import span_views
-from .records import SpanRecord, log_views_from_proto, record_from_readable, span_records_from_proto
 
 __all__ = ["ExtractionReport", "SourceReport", "extract_runs", "extract_runs_with_report", "iter_runs"]
 

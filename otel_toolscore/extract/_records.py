@@ -183,7 +183,7 @@ def _attrs(kvs: Iterable[Any]) -> dict[str, Any]:
 
 def _hex(raw: bytes, width: int) -> str | None:
     """Id bytes as hex. OTLP/JSON hex ids read through protobuf's base64 mapping come out 1.5x long;
-    re-encoding them as base64 gives the hex text back (see :mod:`.sources`)."""
+    re-encoding them as base64 gives the hex text back (see :mod:`._sources`)."""
     if not raw or not any(raw):
         return None
     return raw.hex().rjust(width, "0") if len(raw) * 2 <= width else raw.hex()

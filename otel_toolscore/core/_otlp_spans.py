@@ -1,7 +1,7 @@
-"""The core's :class:`~.sources.SpanSource` of spans decoded from OTLP (:class:`OtlpSpans`).
+"""The core's :class:`~._sources.SpanSource` of spans decoded from OTLP (:class:`OtlpSpans`).
 
 The views themselves — a lean protobuf ``Span`` whose attributes are a key table, values decoded on
-look-up, and the same view over OTLP/JSON — are the extractor's (:mod:`otel_toolscore.extract.otlp_views`),
+look-up, and the same view over OTLP/JSON — are the extractor's (:mod:`otel_toolscore.extract._otlp_views`),
 so the offline reader reads files through them too; their names are importable from here as well.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..extract import ExtractOptions, SpanFacts, classify_start
-from ..extract.otlp_views import (
+from ..extract._otlp_views import (
     LEAN_RESOURCE_SPANS,
     LEAN_SPAN,
     LEAN_TRACE_REQUEST,
@@ -25,7 +25,7 @@ from ..extract.otlp_views import (
     scope_view,
     status_of,
 )
-from .sources import HexIds, SpanIds, may_root_by_attributes
+from ._sources import HexIds, SpanIds, may_root_by_attributes
 
 __all__ = [
     "LEAN_RESOURCE_SPANS",
@@ -47,7 +47,7 @@ __all__ = [
 
 # -- the core's source --------------------------------------------------------------------------------
 class OtlpSpans:
-    """The :class:`~.sources.SpanSource` of :class:`OtlpSpan` views (the scoring service's spans).
+    """The :class:`~._sources.SpanSource` of :class:`OtlpSpan` views (the scoring service's spans).
 
     A view is fed to the core once for its start and once for its end, as the same object: it is
     its own key. A span is a process-local root when it has no parent or its parent is remote

@@ -1,6 +1,6 @@
 """``score --report report.html``: one self-contained HTML file (inline CSS, no script, no network asset).
 
-Built from the same records as the JSON, JSON Lines and CSV outputs (:mod:`.records`). What it
+Built from the same records as the JSON, JSON Lines and CSV outputs (:mod:`._records`). What it
 shows, in this order: totals and the gate (``--fail-under``) with its result; the rules and default
 the runs were held to, with the runs each one scored; the runs by outcome; pass rate and score
 distribution per agent and per expectation, ordered by runs scored; the most frequent failing tool
@@ -11,7 +11,7 @@ first.
 Bounded whatever the input: each table shows at most ``max_rows`` rows and sums up the rest in an
 "others" row, and every text from the data is cut (names at :data:`MAX_NAME_CHARS`, reasons and
 explanations at :data:`MAX_TEXT_CHARS`). Every value from the data is HTML-escaped and its control
-and bidirectional characters shown as escapes (:func:`~.text.visible`): a name cannot forge markup
+and bidirectional characters shown as escapes (:func:`~._text.visible`): a name cannot forge markup
 or reorder what is displayed.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 from urllib.parse import quote
 
 from ..expectations import Expectation
-from .records import RecordBuilder, common_root
-from .results import FileRunScore, describe_expectation
-from .text import visible
+from ._records import RecordBuilder, common_root
+from ._results import FileRunScore, describe_expectation
+from ._text import visible
 
 __all__ = ["DEFAULT_MAX_ROWS", "MAX_NAME_CHARS", "MAX_TEXT_CHARS", "Gate", "render_report", "write_report"]
 

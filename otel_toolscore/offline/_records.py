@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import AgentRun
-from .results import FileRunScore
+from ._results import FileRunScore
 
 __all__ = ["FIELDS", "RENAMED", "Field", "RecordBuilder", "common_root", "field_names"]
 

@@ -3,7 +3,7 @@
 :func:`read_span` runs on the application's thread for every ended span, so it rejects spans that
 carry nothing GenAI/agent-related with one set-disjointness test over the attribute keys plus a
 name-prefix test, and for the others only reads scalar attributes: content is deferred (see
-:mod:`.facts`). The readers run in precedence order and each fills only what is still empty.
+:mod:`._facts`). The readers run in precedence order and each fills only what is still empty.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .content import (
+from ._content import (
     adk_llm_request,
     adk_llm_response,
     genai_input_messages,
@@ -34,8 +34,8 @@ from .content import (
     vercel_prompt_tools,
     vercel_response_toolcalls,
 )
-from .facts import ExtractOptions, SpanFacts, root_attributes
-from .frameworks import (
+from ._facts import ExtractOptions, SpanFacts, root_attributes
+from ._frameworks import (
     call_wrapper_arguments,
     crewai_agent_tools,
     crewai_called_name,
@@ -45,9 +45,9 @@ from .frameworks import (
     llamaindex_step_agent,
     smolagents_agent,
 )
-from .hints import RunHints
-from .records import EventTuple, LogRecordView, SpanRecord
-from .values import clean_id
+from ._hints import RunHints
+from ._records import EventTuple, LogRecordView, SpanRecord
+from ._values import clean_id
 
 __all__ = ["classify_start", "may_have_facts", "read_log", "read_span"]
 
@@ -554,7 +554,7 @@ def settle_facts(
 ) -> SpanFacts | None:
     """What every span's reading ends with, once the convention readers have run: the framework tag,
     the role's defaults, error status, the root's attributes (shared by :func:`read_span` and the
-    table-driven lane in :mod:`.fast_read`)."""
+    table-driven lane in :mod:`._fast_read`)."""
     if not convs or a.get("openinference.span.kind") == "EVALUATOR":
         return None  # an evaluator's carrier span (ours, or another evaluator's) is no agent activity
     if scope:
@@ -585,7 +585,7 @@ def settle_facts(
 def settle_content(f: SpanFacts, options: ExtractOptions) -> None:
     """Parse now what a pending run should not hold raw: with content not captured, the outputs (names
     and ids only are kept); any content past ``max_deferred_chars``, inputs included. Input content
-    under that bound waits by reference until a run needs it (:func:`~.assemble.needs_inputs`)."""
+    under that bound waits by reference until a run needs it (:func:`~._assemble.needs_inputs`)."""
     if not options.capture_content:
         f.materialize(options)  # outputs now: names and ids are kept, content is not
         if f.deferred and f.held_chars() > options.max_deferred_chars:
@@ -608,11 +608,11 @@ def read_log(record: LogRecordView | Any, options: ExtractOptions | None = None)
     """What one log record contributes (GenAI <= 1.36 events, ``…operation.details``, ADK events).
 
     Accepts a :class:`LogRecordView` or a live SDK log record (converted with
-    :func:`~otel_toolscore.extract.records.log_view_from_sdk`). The facts carry the record's trace and
+    :func:`~otel_toolscore.extract._records.log_view_from_sdk`). The facts carry the record's trace and
     span ids (``""`` when the record was emitted outside a span: such facts cannot join a run).
     """
     if not isinstance(record, LogRecordView):
-        from .records import log_view_from_sdk
+        from ._records import log_view_from_sdk
 
         record = log_view_from_sdk(record)
     name = record.event_name
