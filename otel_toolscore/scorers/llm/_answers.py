@@ -15,6 +15,8 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from .._verdict import PassFail
+
 JudgeErrorKind = Literal["timeout", "rate_limited", "error", "invalid_answer"]
 # The longest name an answer carries: a tool name in the schema's grammar and in an error message,
 # the model name an endpoint reports.
@@ -81,20 +83,14 @@ class JudgeUsage(_Result):
     output_mode: str = "json_schema"  # the lowest rung of OUTPUT_MODES used for this run
 
 
-class LLMScoreResult(_Result):
+class LLMScoreResult(_Result, PassFail):
+    """A judged run: its score and the judge's reason; ``passed`` / ``label`` as for the code scorer."""
+
     run_id: str
     score: float
     reason: str
     analyze_step_result: LLMAnalyzeResult
     usage: JudgeUsage
-
-    @property
-    def passed(self) -> bool:
-        return self.score >= 1.0
-
-    @property
-    def label(self) -> str:
-        return "pass" if self.passed else "fail"
 
 
 class JudgeError(Exception):
