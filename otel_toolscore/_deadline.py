@@ -9,16 +9,32 @@ raises on one) and is it over — on the monotonic clock, which the wall clock's
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
 
 __all__ = ["Deadline"]
 
 
-@dataclass(frozen=True, slots=True)
 class Deadline:
-    """A moment on :func:`time.monotonic`'s clock (``instant``; ``inf``: never); immutable."""
+    """A moment on :func:`time.monotonic`'s clock (``instant``; ``inf``: never); immutable.
 
+    A plain class, not a dataclass: it sits on the span processor's import path, where the
+    dataclass decorator would generate and compile methods at import time.
+    """
+
+    __slots__ = ("instant",)
     instant: float
+
+    def __init__(self, instant: float) -> None:
+        object.__setattr__(self, "instant", float(instant))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}: a Deadline is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Deadline) and other.instant == self.instant
+
+    def __hash__(self) -> int:
+        return hash(self.instant)
 
     @classmethod
     def after(cls, seconds: float) -> Deadline:
