@@ -35,7 +35,7 @@ from tests.support.openai_server import (
     judge_answer,
     rate_limited,
 )
-from tests.support.telemetry import counter_total, metric_points
+from tests.support.telemetry import counter_by, counter_total, evaluation_events, metric_points
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -70,12 +70,7 @@ class Pipe:
         return [s for s in self.spans.get_finished_spans() if s.name == JUDGE_SPAN]
 
     def judge_events(self) -> list[Any]:
-        return [
-            r.log_record
-            for r in self.logs.get_finished_logs()
-            if r.log_record.event_name == "gen_ai.evaluation.result"
-            and r.log_record.attributes.get("gen_ai.evaluation.name") == "tool_call_accuracy_llm"
-        ]
+        return evaluation_events(self.logs.get_finished_logs(), "tool_call_accuracy_llm")
 
     def points(self, name: str) -> list[Any]:
         return metric_points(self.metrics, name)
@@ -84,11 +79,7 @@ class Pipe:
         return counter_total(self.metrics, name, **attrs)
 
     def by(self, name: str, key: str) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for p in self.points(name):
-            if int(p.value):
-                out[p.attributes[key]] = out.get(p.attributes[key], 0) + int(p.value)
-        return out
+        return counter_by(self.metrics, name, key)
 
 
 def make_pipe(

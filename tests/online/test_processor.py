@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor, expect
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
-from tests.support.telemetry import counter_total, metric_points
+from tests.support.telemetry import counter_total, evaluation_events, metric_points
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Pipeline:
         return [s for s in self.spans.get_finished_spans() if s.name.startswith("invoke_agent")]
 
     def events(self) -> list[Any]:
-        return [r.log_record for r in self.logs.get_finished_logs() if r.log_record.event_name == "gen_ai.evaluation.result"]
+        return evaluation_events(self.logs.get_finished_logs())
 
     def metric_points(self, name: str) -> list[Any]:
         return metric_points(self.metrics, name)

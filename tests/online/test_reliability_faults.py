@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
-from tests.support.telemetry import counter_total
+from tests.support.telemetry import counter_total, evaluation_events
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -115,7 +115,7 @@ class Rig:
         return counter_total(self.reader, name, **attrs)
 
     def evaluation_events(self) -> int:
-        return sum(1 for r in self.logs.get_finished_logs() if r.log_record.event_name == "gen_ai.evaluation.result")
+        return len(evaluation_events(self.logs.get_finished_logs()))
 
 
 def _drain(rig: Rig, n: int, timeout: float = 10.0) -> None:

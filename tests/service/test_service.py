@@ -41,7 +41,7 @@ from otel_toolscore.online.processor import ScoredRun, ToolScoreSpanProcessor
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.service import ScoringService, load_config
 from otel_toolscore.settings import ConfigError
-from tests.support.telemetry import counter_total
+from tests.support.telemetry import counter_total, evaluation_events
 from tests.tools.otlp import capture_server, wait_port
 
 CLI = [sys.executable, "-c", "import sys; from otel_toolscore.cli import main; sys.exit(main())"]
@@ -189,7 +189,7 @@ def test_service_scores_like_the_in_process_processor(svc: Running, transport: s
     assert svc.counter("toolscore.runs", **{"toolscore.outcome": "scored"}) == 5
     assert svc.counter("toolscore.runs", **{"toolscore.outcome": "no_expectation"}) == 1
     assert svc.logs is not None
-    events = [r.log_record for r in svc.logs.get_finished_logs() if r.log_record.event_name == "gen_ai.evaluation.result"]
+    events = evaluation_events(svc.logs.get_finished_logs())
     assert len(events) == 5
     assert {format(e.trace_id, "032x") for e in events} <= set(svc.by_trace())
 

@@ -28,7 +28,7 @@ from otel_toolscore import (
 )
 from otel_toolscore.scorers.llm import endpoint_output_mode
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
-from tests.support.telemetry import counter_by, metric_points
+from tests.support.telemetry import counter_by, evaluation_events, metric_points
 
 MAX_TOKENS = 256
 
@@ -76,9 +76,7 @@ def judge_one_run_through_the_pipeline(
     elapsed = time.monotonic() - started
     assert flushed, f"the judgment did not finish in time; server log:\n{server.log_tail()}"
 
-    events = [r.log_record for r in logs.get_finished_logs()
-              if r.log_record.event_name == "gen_ai.evaluation.result"
-              and r.log_record.attributes.get("gen_ai.evaluation.name") == "tool_call_accuracy_llm"]
+    events = evaluation_events(logs.get_finished_logs(), "tool_call_accuracy_llm")
     carriers = [s for s in spans.get_finished_spans() if s.name == "evaluate tool_call_accuracy_llm"]
     outcomes = _counter(reader, "toolscore.judge.requests", "toolscore.outcome")
     tokens = _counter(reader, "toolscore.judge.tokens", "gen_ai.token.type")
