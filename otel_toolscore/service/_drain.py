@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from .._deadline import Deadline
@@ -26,7 +27,7 @@ class DrainPlan:
     __slots__ = ("end", "flushed_by", "scored_by")
 
     def __init__(self, budget_s: float) -> None:
-        start = Deadline.after(0.0).instant
+        start = time.monotonic()
         #: scoring stops here: traces still buffered are counted and released
         self.scored_by = Deadline(start + 0.6 * budget_s)
         #: the judge, the sinks and forwarding flush until here

@@ -143,6 +143,7 @@ class SinkDispatcher:
         self, sinks: Sequence[ScoreSink], *, queue_size: int, count_drop: Callable[[str, int], None]
     ) -> None:
         self._lanes = [_Lane(sink, queue_size, count_drop) for sink in sinks]
+        self._count_drop = count_drop
         self._stopped = False
 
     @property
@@ -171,14 +172,14 @@ class SinkDispatcher:
     ) -> None:
         """One evaluation with a score (the code scorer's or the judge's), written for ``ref``, as a
         :class:`ScoreRecord` for every sink; never raises (a record that cannot be built is counted
-        as ``sink_failed``)."""
+        as ``sink_failed``, once per sink that misses it)."""
         if not self._lanes:
             return
         try:
             record = score_record(ref, name, score, label, explanation, *attribute_maps)
         except Exception:
             _log.debug("otel-toolscore could not build a score record", exc_info=True)
-            self._lanes[0].count_drop(FAILED, 1)
+            self._count_drop(FAILED, len(self._lanes))
             return
         self.offer(record)
 
