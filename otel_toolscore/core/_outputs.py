@@ -25,7 +25,6 @@ from opentelemetry import context as otel_context
 
 from .._scored import ScoredRun
 from ..settings import Settings
-from ..sinks._base import ScoreSink
 from ..telemetry import Emitter, names
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
 
     from ..expectations import Expectation
     from ..judge import Judge
+    from ..sinks._base import ScoreSink
     from ..sinks._dispatch import SinkDispatcher
     from ._engine import Release
 

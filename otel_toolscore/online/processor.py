@@ -42,12 +42,12 @@ from ..expectations import Expectation
 from ..extract import ExtractOptions, SpanFacts
 from ..extract._records import LogRecordView, log_view_from_sdk
 from ..settings import Settings
-from ..sinks._base import ScoreSink
 
 if TYPE_CHECKING:
     from opentelemetry import _logs, metrics
 
     from ..judge import Judge
+    from ..sinks._base import ScoreSink
     from ..sinks._dispatch import SinkDispatcher
 
 __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
