@@ -253,11 +253,9 @@ class Core:
         trace_id, sid, parent, local = ids
         state = self.table.get(trace_id)
         if state is None:
-            if self.table.was_evicted(trace_id):
-                if hand_on or self.source.read(span, self.options) is not None:
-                    self.drop("late_span")
-                if hand_on:
-                    self._hand_on(span, None)
+            counted = self.table.counted_roots(trace_id)
+            if counted is not None:
+                self._late_end(span, sid, counted, hand_on)
                 return
             state = self._state(trace_id)  # its start was not seen (queue full, processor added late)
             if state is None:  # pragma: no cover - _state returns None only for evicted traces
@@ -465,7 +463,7 @@ class Core:
     def _evict(self, state: TraceState, reason: str) -> None:
         """A trace leaves before its runs ended: roots that ended are scored with what they have,
         runs still open are counted as lost."""
-        self.table.mark_evicted(state.trace_id)
+        self.table.mark_evicted(state.trace_id, state.scored)
         self._holding.pop(state.trace_id, None)
         if state.maybe:
             self._maybes.pop(state.trace_id, None)
@@ -481,6 +479,22 @@ class Core:
         self.drop(reason)
         if lost:
             self.count_run("evicted", None, len(lost))
+
+    def _late_end(self, span: Any, sid: str, counted: set[str], hand_on: bool) -> None:
+        """A span of an evicted trace ended. An agent span whose run the eviction could not see — its
+        start skipped because its end was in the same batch — is a run lost to the eviction, counted
+        now (once: ``counted`` holds the roots already counted)."""
+        try:
+            facts = self.source.read(span, self.options)
+        except Exception:
+            facts = None
+        if hand_on or facts is not None:
+            self.drop("late_span")
+        if facts is not None and facts.role == "agent" and sid not in counted:
+            counted.add(sid)
+            self.count_run("evicted", None)
+        if hand_on:
+            self._hand_on(span, None)
 
     def sweep(self, force: bool = False) -> Release:
         """Release held roots past their grace (all of them with ``force``), evict traces past the

@@ -134,8 +134,9 @@ class TraceTable:
     def __init__(self, max_traces: int) -> None:
         self.max_traces = max_traces
         self.traces: OrderedDict[int, TraceState] = OrderedDict()
-        # Traces evicted recently (oldest first): their later spans are late, never a second run.
-        self.evicted: OrderedDict[int, None] = OrderedDict()
+        # Traces evicted recently (oldest first), each with the roots its runs were counted under
+        # (scored, or lost at the eviction): their later spans are late, never a second run.
+        self.evicted: OrderedDict[int, set[str]] = OrderedDict()
         self.max_evicted = max(1024, max_traces * 4)
 
     def __len__(self) -> int:
@@ -158,8 +159,14 @@ class TraceTable:
     def remove(self, trace_id: int) -> None:
         self.traces.pop(trace_id, None)
 
-    def mark_evicted(self, trace_id: int) -> None:
-        self.evicted[trace_id] = None
+    def counted_roots(self, trace_id: int) -> set[str] | None:
+        """The roots whose runs an evicted trace had counted; ``None`` for a trace not evicted."""
+        return self.evicted.get(trace_id)
+
+    def mark_evicted(self, trace_id: int, counted: set[str]) -> None:
+        """``trace_id`` left the table; ``counted``: the roots its runs were counted under (kept
+        by reference: the eviction adds the runs it counts as lost)."""
+        self.evicted[trace_id] = counted
         while len(self.evicted) > self.max_evicted:
             self.evicted.popitem(last=False)
 
