@@ -82,10 +82,16 @@ class SdkSpans:
 
     @staticmethod
     def read(span: Any, options: ExtractOptions, ids: HexIds | None = None) -> SpanFacts | None:
-        facts = read_live_span(span, options, ids)  # a scalar GenAI span: one table lookup
-        if facts is None:
+        try:
+            a = span._attributes._dict
+        except AttributeError:
+            a = plain_attributes(span)
+        facts = None
+        if "gen_ai.operation.name" in a:
+            facts = read_live_span(span, options, ids)  # a scalar GenAI span: one table lookup
+        elif "openinference.span.kind" in a:
             facts = read_live_oi_span(span, options, ids)  # an OpenInference span: its reader alone
-        if facts is None and may_have_facts(span.name, plain_attributes(span), has_events(span)):
+        if facts is None and may_have_facts(span.name, a, has_events(span)):
             facts = read_span(record_from_readable(span), options)
         # else: an HTTP, database, queue … span: only its parent link matters
         return facts

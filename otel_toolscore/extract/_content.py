@@ -395,6 +395,74 @@ def _oi_parsed_outputs(attrs: Mapping[str, Any], max_calls: int) -> ParsedMessag
     return None  # more messages than the table holds: the general way
 
 
+def oi_plain_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> bool:
+    """:func:`openinference_outputs` of the commonest model span when content is not kept — plain
+    output messages (a role, text content or none, tool calls) and no tool definitions — read from
+    the key table with no intermediate messages: what the general way leaves in ``facts``, or
+    ``False`` (nothing done) for any other shape. Every value must already be a string (or absent):
+    anything else is converted by the general way (``tests/extract/test_fast_lane.py`` holds both)."""
+    get = attrs.get
+    if get(_OI_TOOL_SCHEMA[0]) is not None or get(_OI_TOOL_NAME[0]) is not None:
+        return False
+    max_calls = opts.max_calls_per_run
+    found: list[tuple[str, str | None]] = []
+    dropped = 0
+    said: str | None = None  # the last assistant text
+    i = 0
+    while True:
+        if i == _OI_TABLE_MESSAGES:
+            return False  # more messages than the table holds: the general way
+        keys = _OI_OUTPUT_KEYS[i]
+        role = get(keys.role)
+        content = get(keys.content)
+        name0 = get(keys.call_name[0])
+        id0 = get(keys.call_id[0])
+        if (get(keys.part_type[0]) is not None or get(keys.part_text[0]) is not None or get(keys.fc_name) is not None
+                or get(keys.tool_call_id) is not None):
+            return False
+        if role is None and content is None and name0 is None and id0 is None:
+            break
+        if ((role is not None and type(role) is not str) or (content is not None and type(content) is not str)
+                or (name0 is not None and type(name0) is not str) or (id0 is not None and type(id0) is not str)
+                or role == "tool"):
+            return False
+        j = 0
+        while j <= max_calls:  # as the general way reads them: one past the cap, to count a drop
+            if j == _OI_TABLE_CALLS:
+                return False
+            if j:
+                name0 = get(keys.call_name[j])
+                id0 = get(keys.call_id[j])
+                if (name0 is not None and type(name0) is not str) or (id0 is not None and type(id0) is not str):
+                    return False
+            if name0 is None and id0 is None and get(keys.call_args[j]) is None:
+                break
+            if name0:
+                if len(found) < max_calls:
+                    found.append((name0, id0))
+                else:
+                    dropped += 1
+            j += 1
+        if content and content not in REDACTION_MARKERS and _ROLE_TEXTS.get(role or "") == "assistant_texts":
+            said = content
+        i += 1
+    if dropped:
+        facts.dropped_calls += dropped
+    if found or said is not None:
+        facts.saw_output = True
+        if said is not None and facts.final_output is None:
+            facts.final_output = said
+    if found:
+        start = facts.end_time_unix_nano or None
+        span_id = facts.span_id
+        framework = opts.is_framework
+        facts.requested = [
+            Requested(name, clean_id(cid), None, "framework" if framework(name) else "tool", span_id, start, n)
+            for n, (name, cid) in enumerate(found)
+        ]
+    return True
+
+
 def openinference_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
     """An LLM span's flattened ``llm.output_messages.*`` and ``llm.tools.*`` keys (and the legacy
     ``llm.function_call``), read through key tables."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..run_records import CallRecord
-from ._content import io_value_input, openinference_inputs, openinference_outputs
+from ._content import io_value_input, oi_plain_outputs, openinference_inputs, openinference_outputs
 from ._facts import (
     _CHARS_PER_FLAT_KEY,
     IN_SPAN_ATTRIBUTES,
@@ -435,7 +435,8 @@ def _plain_oi(
         values["role"] = "llm"
         f.__dict__ = values
         try:
-            openinference_outputs(f, a, options)
+            if not oi_plain_outputs(f, a, options):
+                openinference_outputs(f, a, options)
         except Exception as exc:  # as _parse reports a parser that fails
             f.problem(f"span {ids[1]}: openinference_outputs failed: {type(exc).__name__}: {exc}")
         f.final_output = None  # content is not kept

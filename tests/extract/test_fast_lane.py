@@ -406,3 +406,60 @@ def test_processor_scores_the_same_with_and_without_the_lanes(monkeypatch: pytes
             b[2]["tool_calls"] = [{k: v for k, v in c.items() if k not in ("span_id", "call_id", "start_time_unix_nano",
                                    "end_time_unix_nano")} for c in b[2]["tool_calls"]]
             assert a == b
+
+
+# -- the plain OpenInference output lane against the general one --------------------------------------
+def _oi_output_shapes(rng: random.Random) -> Iterator[dict[str, Any]]:
+    """Flattened ``llm.output_messages.*`` keys of every shape the two ways must agree on (or the lane
+    declines): roles, text and redacted content, calls with and without names or ids, more calls and
+    messages than the key table holds, content parts, legacy function calls, tool answers, tool
+    definitions and values that are not strings."""
+    roles: list[Any] = [None, "assistant", "user", "model", "system", "tool", "", 7, "ai"]
+    contents: list[Any] = [None, "", "done", "__REDACTED__", "<redacted>", 3, ("a", "b")]
+    call_counts = [0, 1, 2, 3, 16, 17]
+    for _ in range(3000):
+        attrs: dict[str, Any] = {"openinference.span.kind": "LLM"}
+        for i in range(rng.choice([0, 1, 1, 2, 4, 5])):
+            base = f"llm.output_messages.{i}.message."
+            role, content = rng.choice(roles), rng.choice(contents)
+            if role is not None:
+                attrs[base + "role"] = role
+            if content is not None:
+                attrs[base + "content"] = content
+            for j in range(rng.choice(call_counts)):
+                call = f"{base}tool_calls.{j}.tool_call."
+                if rng.random() < 0.9:
+                    attrs[call + "function.name"] = rng.choice([f"tool_{j}", "final_result", "transfer_to_b", "", 5])
+                if rng.random() < 0.7:
+                    attrs[call + "id"] = rng.choice([f"call_{i}_{j}", " c ", "null", ""])
+                if rng.random() < 0.3:
+                    attrs[call + "function.arguments"] = '{"a": 1}'
+            odd = rng.random()
+            if odd < 0.03:
+                attrs[base + "contents.0.message_content.text"] = "part"
+            elif odd < 0.06:
+                attrs[base + "function_call.name"] = "legacy"
+            elif odd < 0.09:
+                attrs[base + "tool_call_id"] = "c9"
+        if rng.random() < 0.05:
+            attrs["llm.tools.0.tool.name"] = "get_weather"
+        yield attrs
+
+
+def test_plain_openinference_outputs_give_the_general_facts_or_decline() -> None:
+    from otel_toolscore.extract import _content as content
+
+    rng = random.Random(11)
+    taken = declined = 0
+    for attrs in _oi_output_shapes(rng):
+        for opts in (ExtractOptions(capture_content=False), ExtractOptions(capture_content=False, max_calls_per_run=2)):
+            fast = SpanFacts.new("t" * 32, "s" * 16, None, "llm", "m", 1, 5)
+            if not content.oi_plain_outputs(fast, attrs, opts):
+                declined += 1
+                assert _facts(fast) == _facts(SpanFacts.new("t" * 32, "s" * 16, None, "llm", "m", 1, 5))
+                continue
+            taken += 1
+            general = SpanFacts.new("t" * 32, "s" * 16, None, "llm", "m", 1, 5)
+            content.openinference_outputs(general, attrs, opts)
+            assert _facts(fast) == _facts(general), attrs
+    assert taken > 1000 and declined > 1000, (taken, declined)
