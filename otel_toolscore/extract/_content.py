@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
-from ._facts import INPUT_PARSERS, KEYED_PARSERS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
+from ._facts import INPUT_PARSERS, KEYED_PARSERS, PARSER_KEYS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
 from ._values import (
     _NOT_A_REQUEST,
     _NOT_MAPS,
@@ -25,6 +25,7 @@ from ._values import (
     maybe_json,
     parse_messages,
     plain,
+    semconv_messages,
     text_of,
 )
 
@@ -121,13 +122,17 @@ def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *
 def genai_input_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gen_ai.input.messages")
     if data is not None:
-        _absorb_history(facts, parse_messages(data, opts.max_calls_per_run), opts)
+        parsed = semconv_messages(data, opts.max_calls_per_run)
+        _absorb_history(facts, parsed if parsed is not None else parse_messages(data, opts.max_calls_per_run), opts)
 
 
 def genai_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gen_ai.output.messages")
     if data is not None:
-        _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=facts.role == "agent")
+        parsed = semconv_messages(data, opts.max_calls_per_run)
+        if parsed is None:
+            parsed = parse_messages(data, opts.max_calls_per_run)
+        _absorb_output(facts, parsed, opts, fallback=facts.role == "agent")
 
 
 agent_input_messages = genai_input_messages
@@ -717,6 +722,7 @@ def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
 
 
 INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
+PARSER_KEYS[io_value_input] = ("input.value", "traceloop.entity.input")
 TEXT_PARSERS.update({io_value_output, mastra_agent_output})
 KEYED_PARSERS.add(openinference_outputs)
 

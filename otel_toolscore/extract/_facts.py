@@ -142,6 +142,9 @@ Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
 #: Parsers of what a model was given (input messages, the request): :meth:`SpanFacts.defer` leaves
 #: them for :meth:`SpanFacts.materialize_inputs` (registered by :mod:`._content`).
 INPUT_PARSERS: set[Deferred] = set()
+#: The attribute keys a parser's value is usually held under (registered where the readers are
+#: defined): :meth:`SpanFacts._by_reference` looks there before it walks the span's attributes.
+PARSER_KEYS: dict[Deferred, tuple[str, ...]] = {}
 #: Parsers that fill nothing but the answer's text (left out when content is not kept).
 TEXT_PARSERS: set[Deferred] = set()
 #: Parsers given a span's whole attribute mapping that look up a few keys in it: handed the mapping
@@ -404,7 +407,13 @@ class SpanFacts:
             if value is attrs:
                 kept.append((parser, IN_SPAN_ATTRIBUTES))
                 continue
-            key = next((k for k, v in attrs.items() if v is value), None)
+            key: str | None = None
+            for known in PARSER_KEYS.get(parser, ()):
+                if attrs.get(known) is value:
+                    key = known
+                    break
+            else:
+                key = next((k for k, v in attrs.items() if v is value), None)
             if key is None:
                 self._parse(((parser, value),), opts)
             else:

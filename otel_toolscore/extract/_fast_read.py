@@ -451,7 +451,6 @@ def _plain_oi(
     if value is not None:
         if not isinstance(value, str) or '"tool_call_with_context"' in value[:200] or len(value) > options.max_deferred_chars:
             return None
-        key = next((k for k, v in a.items() if v is value), None)  # as _by_reference finds it
-        values["deferred"] = [(io_value_input, InSpan(key))]
+        values["deferred"] = [(io_value_input, InSpan("input.value"))]  # as _by_reference finds it
     f.__dict__ = values
     return f

@@ -34,7 +34,7 @@ from ._content import (
     vercel_prompt_tools,
     vercel_response_toolcalls,
 )
-from ._facts import ExtractOptions, SpanFacts, root_attributes
+from ._facts import PARSER_KEYS, ExtractOptions, SpanFacts, root_attributes
 from ._frameworks import (
     call_wrapper_arguments,
     crewai_agent_tools,
@@ -156,6 +156,8 @@ GENAI_CONTENT = (
     ("gen_ai.tool.definitions", tool_definitions),
     ("gen_ai.agent.tools", tool_definitions),  # Strands: JSON list of tool names
 )
+for _key, _parser in GENAI_CONTENT:
+    PARSER_KEYS[_parser] = (*PARSER_KEYS.get(_parser, ()), _key)
 
 
 def _genai(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: list[str]) -> None:

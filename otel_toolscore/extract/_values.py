@@ -27,6 +27,7 @@ __all__ = [
     "load_json",
     "parse_messages",
     "plain",
+    "semconv_messages",
     "text_of",
     "truncate",
     "truncate_value",
@@ -356,6 +357,67 @@ def iter_messages(data: Any) -> Iterator[Mapping[str, Any]]:
         for item in data:
             if isinstance(item, (Mapping, list)):
                 yield from iter_messages(item)
+
+
+#: What the OTel GenAI conventions' own messages and parts hold (``gen_ai.input.messages`` /
+#: ``gen_ai.output.messages``): anything else takes :func:`parse_messages`.
+_SEMCONV_MESSAGE_KEYS = frozenset({"role", "parts", "finish_reason"})
+_SEMCONV_CALL_KEYS = frozenset({"type", "id", "name", "arguments"})
+_SEMCONV_TEXT_KEYS = frozenset({"type", "content"})
+#: Texts :func:`parse_messages` reads as something else than text (a repr of a call).
+_REPR_STARTS = ("ResponseFunctionToolCall(", "{'")
+
+
+def semconv_messages(data: Any, max_calls: int | None = None) -> ParsedMessages | None:
+    """:func:`parse_messages` of a message list in the OTel GenAI conventions' own shape — messages of
+    a ``role``, ``parts`` and a ``finish_reason``, whose parts are ``text`` and named ``tool_call``
+    parts — read in one pass without trying every other convention's shapes; ``None`` (nothing read)
+    for any other shape, a tool's answer included: the general way reads it
+    (``tests/extract/test_fast_lane.py`` holds both ways to the same result)."""
+    if type(data) is not list:
+        return None
+    calls: list[RawCall] = []
+    out = ParsedMessages(calls, [], {}, [], [], [])
+    cap = max_calls if max_calls is not None else -1
+    for message in data:
+        if type(message) is not dict or not _SEMCONV_MESSAGE_KEYS.issuperset(message):
+            return None
+        role = message.get("role")
+        parts = message.get("parts")
+        if type(role) is not str or type(parts) is not list or role == "tool":
+            return None
+        texts: list[str] = []
+        for part in parts:
+            if type(part) is not dict:
+                return None
+            ptype = part.get("type")
+            if ptype == "tool_call":
+                name = part.get("name")
+                if type(name) is not str or not name or not _SEMCONV_CALL_KEYS.issuperset(part):
+                    return None
+                if cap < 0 or len(calls) < cap:
+                    calls.append(RawCall(name, clean_id(part.get("id")), part.get("arguments"), len(calls)))
+                else:
+                    out.dropped_calls += 1
+            elif ptype == "text":
+                content = part.get("content")
+                if type(content) is not str or not _SEMCONV_TEXT_KEYS.issuperset(part) or content.startswith(_REPR_STARTS):
+                    return None
+                if content and content not in REDACTION_MARKERS:
+                    texts.append(content)
+            else:
+                return None
+        if texts:
+            text = texts[0] if len(texts) == 1 else "\n".join(texts)
+            if role == "user" or role == "human":
+                if not text.startswith(_NOT_A_REQUEST):  # ADK replays other agents' turns as "For context: …"
+                    out.user_texts.append(text)
+                    out.first_call_after_last_user = len(calls)
+            elif role in ("assistant", "model", "ai"):
+                out.assistant_texts.append(text)
+            elif role in ("system", "developer"):
+                out.system_texts.append(text)
+    return out
 
 
 def parse_messages(data: Any, max_calls: int | None = None) -> ParsedMessages:

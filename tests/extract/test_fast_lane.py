@@ -463,3 +463,68 @@ def test_plain_openinference_outputs_give_the_general_facts_or_decline() -> None
             content.openinference_outputs(general, attrs, opts)
             assert _facts(fast) == _facts(general), attrs
     assert taken > 1000 and declined > 1000, (taken, declined)
+
+
+# -- the OTel GenAI message lane against the general parser -------------------------------------------
+def _semconv_message_lists(rng: random.Random) -> Iterator[Any]:
+    """Message lists of the conventions' own shape and of its near neighbours: every role, text and
+    redacted parts, ADK's "For context:" turns, repr texts, calls with and without ids or names, extra
+    keys on a message or a part, tool answers, other parts and values that are not what they seem."""
+    roles: list[Any] = ["user", "assistant", "system", "tool", "model", "human", "developer", "ai", "", None, 3]
+    texts: list[Any] = ["hi", "", "[REDACTED]", "For context: x", "{'tool_calls': []}", "ResponseFunctionToolCall(x)", 7]
+    for _ in range(4000):
+        messages: list[Any] = []
+        for _m in range(rng.choice([0, 1, 1, 2, 3])):
+            parts: list[Any] = []
+            for _p in range(rng.choice([0, 1, 2, 3])):
+                kind = rng.random()
+                if kind < 0.45:
+                    part: Any = {"type": "tool_call", "name": rng.choice(["get_weather", "final_result", "", None, 5])}
+                    if rng.random() < 0.7:
+                        part["id"] = rng.choice(["c1", " c2 ", "null", None, ""])
+                    if rng.random() < 0.5:
+                        part["arguments"] = rng.choice([{"city": "Paris"}, '{"a": 1}', None])
+                    if rng.random() < 0.05:
+                        part["toolCallId"] = "x"
+                elif kind < 0.85:
+                    part = {"type": "text", "content": rng.choice(texts)}
+                    if rng.random() < 0.05:
+                        part["text"] = "other"
+                elif kind < 0.9:
+                    part = {"type": "tool_call_response", "id": "c1", "response": "ok"}
+                elif kind < 0.95:
+                    part = {"type": "reasoning", "content": "think"}
+                else:
+                    part = rng.choice(["bare text", None, ["nested"]])
+                parts.append(part)
+            message: Any = {"role": rng.choice(roles), "parts": parts}
+            if rng.random() < 0.3:
+                message["finish_reason"] = "stop"
+            if rng.random() < 0.05:
+                message["content"] = "extra"
+            if rng.random() < 0.03:
+                message = {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}
+            if rng.random() < 0.02:
+                message = rng.choice(["text", None, [message]])
+            messages.append(message)
+        yield messages if rng.random() > 0.02 else {"messages": messages}
+
+
+def test_semconv_messages_give_the_general_parse_or_decline() -> None:
+    from otel_toolscore.extract import _values as values
+
+    rng = random.Random(5)
+    taken = declined = 0
+    for data in _semconv_message_lists(rng):
+        for cap in (None, 1, 2000):
+            fast = values.semconv_messages(data, cap)
+            if fast is None:
+                declined += 1
+                continue
+            taken += 1
+            general = values.parse_messages(data, cap)
+            fields = [f.name for f in dataclasses.fields(values.ParsedMessages)]
+            assert [list(getattr(fast, k)) if k == "calls" else getattr(fast, k) for k in fields] == [
+                list(getattr(general, k)) if k == "calls" else getattr(general, k) for k in fields
+            ], data
+    assert taken > 1000 and declined > 1000, (taken, declined)
