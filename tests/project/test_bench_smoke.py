@@ -88,3 +88,19 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
     # The table is printed too, with the verdict columns.
     assert "## hot_path" in proc.stdout and "## import_time" in proc.stdout
     assert "total target" in proc.stdout and "CPU µs/span" in proc.stdout and "json.loads per line, streaming" in proc.stdout
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("lean", ["0", "1"])
+def test_instruction_count_driver_processes_what_it_queued(lean: str) -> None:
+    """``bench/instructions.py`` counts with callgrind (not installed here); the process it has
+    callgrind run is plain Python: it queues recorded runs through the processor's hooks and has the
+    worker's code process them, warm-up and counted halves alike, for ours and the lean design."""
+    for count in ("0", "1"):
+        proc = subprocess.run(
+            [sys.executable, "bench/instructions.py", "--child", "openinference30", "on", "3", lean, count],
+            cwd=ROOT, capture_output=True, text=True, timeout=110, check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        # 2 * 3 + 20 runs queued: the warm-up's 23, and the counted 3 when counting
+        assert f"scored roots: {23 + (3 if count == '1' else 0)}" in proc.stdout, proc.stdout

@@ -1,0 +1,139 @@
+"""Worker cost in instructions (callgrind): ours beside the lean full design, with no noise from other jobs.
+
+CPU-time ratios on a shared 2-core machine move with whatever else runs; an instruction count does
+not. This tool records runs of a workload with the SDK, queues them through the processor's hooks
+(ours, or the lean design's), then counts the instructions of the worker's own processing of half
+of them — the same batches the live worker takes, every output on (root copy, evaluation record,
+histogram point, counts) — as the difference between a run that processes them and one that stops
+just before. Not part of ``make bench`` (it needs valgrind, ~1 minute per figure):
+
+    python bench/instructions.py [genai7|openinference30] [on|off] [runs] [--lean]
+
+prints ``instructions/run``. ``--child`` is the process valgrind runs (internal).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_BATCH = 256
+_WARM_RUNS = 20
+
+
+def _child(workload: str, content: bool, runs: int, lean: bool, count: bool) -> None:
+    """Queue ``2 * runs + 20`` recorded runs, process the first ``runs + 20`` (warm-up), then the rest
+    only when ``count`` (callgrind's figure of a process with ``count`` minus one without it)."""
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+    from bench.lean_design import lean_pipeline
+    from bench.pipelines import candidate_pipeline
+    from bench.workloads import WORKLOADS
+
+    run_fn, _spans, expectation = WORKLOADS[workload]
+
+    class Recorder(SpanProcessor):
+        def __init__(self) -> None:
+            self.items: list[tuple[Any, ...]] = []
+
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            self.items.append(("s", span, parent_context))
+
+        def on_end(self, span: Any) -> None:
+            self.items.append(("e", span))
+
+    recorder = Recorder()
+    provider = TracerProvider()
+    provider.add_span_processor(recorder)
+    tracer = provider.get_tracer("bench")
+    total = 2 * runs + _WARM_RUNS
+    for i in range(total):
+        run_fn(tracer, content, i)
+    if lean:
+        pipe = lean_pipeline(expectation)
+        proc: Any = pipe.provider._active_span_processor._span_processors[0]  # type: ignore[attr-defined]
+        proc._stopped = True
+        proc._wake.set()
+        proc._worker.join()
+    else:
+        pipe = candidate_pipeline(expectations=(expectation,))
+        proc = pipe.processor
+        worker = proc._worker
+        worker._stopped = True
+        worker._wake.set()
+        worker._thread.join()
+    for item in recorder.items:
+        if item[0] == "s":
+            proc.on_start(item[1], item[2])
+        else:
+            proc.on_end(item[1])
+    queued = list(proc._queue)
+    proc._queue.clear()
+
+    def process(items: list[Any]) -> None:
+        for k in range(0, len(items), _BATCH):
+            batch = items[k : k + _BATCH]
+            if lean:
+                proc._queue.extend(batch)
+                proc._loop()  # stopped: returns once the queue is empty
+            else:
+                proc._process(batch)
+                proc._idle()
+
+    per_run = len(queued) // total
+    first = (runs + _WARM_RUNS) * per_run
+    process(queued[:first])  # imports, first-use builds, caches: not counted
+    gc.collect()
+    if count:
+        process(queued[first:])
+    pipe.close()
+    print(f"scored roots: {pipe.spans.scored_roots}")  # what the caller's test checks
+
+
+def _instructions(args: list[str]) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "--child", *args],
+            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+        )
+        found = re.search(r"Collected : ([\d,]+)", proc.stderr)
+        if proc.returncode != 0 or found is None:
+            raise SystemExit(f"valgrind failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+        return int(found.group(1).replace(",", ""))
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--child"]:
+        workload, content, runs, lean, count = argv[1], argv[2] == "on", int(argv[3]), argv[4] == "1", argv[5] == "1"
+        _child(workload, content, runs, lean, count)
+        return 0
+    lean = "--lean" in argv
+    rest = [a for a in argv if a != "--lean"]
+    workload = rest[0] if rest else "genai7"
+    content = (rest[1] if len(rest) > 1 else "off") == "on"
+    runs = int(rest[2]) if len(rest) > 2 else 100
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed: this tool counts instructions with callgrind", file=sys.stderr)
+        return 2
+    common = [workload, "on" if content else "off", str(runs), "1" if lean else "0"]
+    counted = _instructions([*common, "1"])
+    base = _instructions([*common, "0"])
+    who = "lean design" if lean else "ours"
+    print(f"{who}, {workload}, content {'on' if content else 'off'}: {(counted - base) / runs:,.0f} instructions/run")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
