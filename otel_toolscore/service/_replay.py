@@ -34,8 +34,14 @@ def replay(trace: PendingTrace, *, forwarding: bool) -> tuple[list[tuple[Any, ..
         # as remote, so the span bounds its runs as the process-local root did.
         view.parent_remote = (parent is not None and parent not in ids) if remote is None else remote
         views.append(view)
-    depth = depths(parents)
-    levels = [depth[d.span_id] for d in spans]
+    # A span's depth only orders spans that start (or end) at the same instant: computed for such a
+    # trace only (timestamps in nanoseconds rarely tie).
+    count = len(views)
+    if len({v._start_time for v in views}) == count and len({v._end_time for v in views}) == count:
+        levels = [0] * count
+    else:
+        depth = depths(parents)
+        levels = [depth[d.span_id] for d in spans]
     # Sorted as (time, ±depth, place received): ties keep the order received, as a stable sort would.
     starts = sorted([(v._start_time, level, i) for i, (v, level) in enumerate(zip(views, levels))])
     items: list[tuple[Any, ...]] = [(START, views[i], None) for _, _, i in starts]
