@@ -30,15 +30,16 @@ _BULK = frozenset({"extract", "score", "judge-check", "serve"})
 GC_GEN0_THRESHOLD = 50_000
 
 
-def tune_gc() -> None:
+def tune_gc(gen0: int = GC_GEN0_THRESHOLD) -> None:
     """The collector set for reading many spans, once the command is set up: everything built so far
     (modules, parsers, settings) is frozen out of every later collection, and the young generation is
-    collected every 50,000 allocations instead of 700. Reading spans makes short-lived objects that
-    reference counting frees; the collector's passes over the rest were a cost with nothing to find."""
+    collected every ``gen0`` allocations (50,000 by default) instead of 700. Reading spans makes
+    short-lived objects that reference counting frees; the collector's passes over the rest were a
+    cost with nothing to find."""
     gc.collect()
     gc.freeze()
     _, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
+    gc.set_threshold(gen0, gen1, gen2)
 
 _EPILOG = """\
 examples:

@@ -227,18 +227,20 @@ class ParsedMessages:
 
 
 class _CappedCalls(list[RawCall]):
-    """The calls of one parse, refusing (and counting) every call past the cap."""
+    """The calls of one parse, refusing (and counting) every call past the cap. It counts them
+    itself: a reference back to the parse's result would make a cycle of every parse, left for
+    the garbage collector where reference counting frees it at once."""
 
-    def __init__(self, cap: int, owner: ParsedMessages) -> None:
+    def __init__(self, cap: int) -> None:
         super().__init__()
         self._cap = cap
-        self._owner = owner
+        self.dropped = 0
 
     def append(self, call: RawCall) -> None:
         if len(self) < self._cap:
             super().append(call)
         else:
-            self._owner.dropped_calls += 1
+            self.dropped += 1
 
 
 def _call_from(entry: Mapping[str, Any]) -> RawCall | None:
@@ -426,9 +428,8 @@ def parse_messages(data: Any, max_calls: int | None = None) -> ParsedMessages:
     At most ``max_calls`` calls are kept (``dropped_calls`` counts the rest): a message with 100,000
     tool calls costs one pass over the parsed JSON, not 100,000 call objects.
     """
-    out = ParsedMessages([], [], {}, [], [], [])
-    if max_calls is not None:
-        out.calls = _CappedCalls(max_calls, out)
+    capped = _CappedCalls(max_calls) if max_calls is not None else None
+    out = ParsedMessages(capped if capped is not None else [], [], {}, [], [], [])
     for message in iter_messages(data):
         role = str(message.get("role") or message.get("type") or "")
         texts: list[str] = []
@@ -498,4 +499,6 @@ def parse_messages(data: Any, max_calls: int | None = None) -> ParsedMessages:
             out.assistant_texts.append(text)
         elif role in ("system", "developer") and text:
             out.system_texts.append(text)
+    if capped is not None:
+        out.dropped_calls = capped.dropped
     return out

@@ -311,17 +311,22 @@ class ScoringService:
         with self._score_lock:
             due = self.buffer.take_due(everything=everything)
             scored = 0
-            for i, (trace, why) in enumerate(due):
-                deadline = self._drain_deadline
-                if deadline is not None and deadline.expired:
-                    self._abandon(due[i:])
-                    break
-                try:
-                    self._score(trace)
-                finally:
-                    self.buffer.release(trace)
-                    self._traces.add(1, {names.ATTR_OUTCOME: why})
-                scored += 1
+            taken: dict[str, int] = {}  # traces scored by why they were taken: counted once per call
+            try:
+                for i, (trace, why) in enumerate(due):
+                    deadline = self._drain_deadline
+                    if deadline is not None and deadline.expired:
+                        self._abandon(due[i:])
+                        break
+                    try:
+                        self._score(trace)
+                    finally:
+                        self.buffer.release(trace)
+                        taken[why] = taken.get(why, 0) + 1
+                    scored += 1
+            finally:
+                for why, count in taken.items():
+                    self._traces.add(count, {names.ATTR_OUTCOME: why})
             self._release(self._core.sweep())  # roots held past their grace, traces past the timeout
             return scored
 

@@ -124,14 +124,19 @@ class TraceBuffer:
             cost = sum(d.cost for d in fresh)
             if fresh and self._full(len(fresh), cost):
                 return Admission(False)
+            traces = self._traces
+            by_activity = self._by_activity
+            trace: PendingTrace | None = None
             for d in fresh:
-                trace = self._traces.get(d.trace_id)
-                if trace is None:
-                    trace = PendingTrace(d.trace_id, t, t)
-                    self._traces[d.trace_id] = trace
-                trace.last_seen = t
-                self._by_activity[d.trace_id] = trace
-                self._by_activity.move_to_end(d.trace_id)
+                trace_id = d.trace_id
+                if trace is None or trace.trace_id != trace_id:
+                    # the first of a trace's spans that come one after another: its activity once
+                    trace = traces.get(trace_id)
+                    if trace is None:
+                        trace = traces[trace_id] = PendingTrace(trace_id, t, t)
+                    trace.last_seen = t
+                    by_activity[trace_id] = trace
+                    by_activity.move_to_end(trace_id)
                 trace.add(d)
             self.spans += len(fresh)
             self.bytes += cost

@@ -210,7 +210,7 @@ def decode_spans(request: ExportTraceServiceRequest, *, keep_wire: bool = False)
 
 
 # -- views (what the service scores) -----------------------------------------------------------------
-_ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
+_ZERO_SPAN = bytes(8)
 #: What a lean parse raises on bytes the standard message may still read (or refuse in its own words).
 _UNREADABLE = (_ProtobufError, ValueError, RecursionError)
 
@@ -252,6 +252,9 @@ class TraceRequest:
         resource: OtlpResource | None = None
         resource_env: Envelope = (b"", b"")
         shared = 0
+        last_tid: bytes | None = None
+        trace_hex = ""
+        trace_id = 0
         for rs, ss, spans in self._groups:
             if rs is not last_rs:
                 last_rs = rs
@@ -268,15 +271,12 @@ class TraceRequest:
                 tid = sp.trace_id
                 sid = sp.span_id
                 pid = sp.parent_span_id
-                if len(tid) == 16 and len(sid) == 8 and tid != _ZERO_TRACE and sid != _ZERO_SPAN:
-                    # ids as every SDK writes them: their hex is their bytes' (no number formatted)
-                    trace_hex, span_hex = tid.hex(), sid.hex()
-                    trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
-                else:
-                    trace_id, span_id = _id(tid), _id(sid)
-                    if not trace_id or not span_id:
-                        continue
-                    trace_hex, span_hex = "%032x" % trace_id, "%016x" % span_id
+                if tid != last_tid:  # a trace's spans come one after another: its id read once
+                    last_tid = tid
+                    trace_hex, trace_id = _hex_and_number(tid, 16)
+                span_hex, span_id = _hex_and_number(sid, 8)
+                if not trace_id or not span_id:
+                    continue
                 parent_hex: str | None
                 if len(pid) == 8 and pid != _ZERO_SPAN:
                     parent_hex = pid.hex()
@@ -292,7 +292,8 @@ class TraceRequest:
                 if not view._end_time:  # as the SDK span the service replayed before: ended when it started
                     view._end_time = view._start_time
                 size = len(raw)
-                cost = SPAN_SIZE_FACTOR * size + SPAN_OVERHEAD_BYTES + ATTRIBUTE_OVERHEAD_BYTES * len(sp.attributes)
+                # the attributes' count from the view's key table (its set of keys), not the message's
+                cost = SPAN_SIZE_FACTOR * size + SPAN_OVERHEAD_BYTES + ATTRIBUTE_OVERHEAD_BYTES * len(view._dict)
                 wire: WireSpan | None = None
                 if keep_wire:
                     wire = view.wire = (resource_env, scope_env, raw)
@@ -300,6 +301,15 @@ class TraceRequest:
                 out.append(DecodedSpan(view, trace_id, span_id, parent_id, remote, cost + shared, wire))
                 shared = 0
         return out
+
+
+def _hex_and_number(raw: bytes, size: int) -> tuple[str, int]:
+    """An id's lower-case hex (``size`` bytes' worth) and its number (0: none)."""
+    if len(raw) == size:  # as every SDK writes ids: their hex is their bytes' (no number formatted)
+        text = raw.hex()
+        return text, int(text, 16)
+    number = _id(raw)
+    return "%0*x" % (size * 2, number), number
 
 
 #: One ``ScopeSpans`` of a parsed request: (its ``ResourceSpans``, itself, its spans as (encoded, parsed)).

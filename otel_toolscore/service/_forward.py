@@ -1,7 +1,8 @@
 """Enrich-and-forward's exporting queue, bounded and counted: nothing leaves it silently.
 
 It holds spans *as received* (:mod:`._wire`: each span's encoded bytes with its resource's and
-scope's) and sends them in batches — up to 512 spans and ``request_bytes``, or after 1 s — through a
+scope's) and sends them in batches — up to 4,096 spans (:data:`FORWARD_BATCH_SPANS`) and
+``request_bytes``, or after 1 s — through a
 :class:`~._otlp_sender.TraceSender`. SDK spans (the service's own judge carrier spans) are encoded
 once with the SDK's public encoder and join the same queue.
 
@@ -27,14 +28,20 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ._otlp_sender import TraceSender
-from ._wire import WireSpan, build_request, encode_sdk_span
+from ._wire import Envelope, WireSpan, build_request, encode_sdk_span
 
-__all__ = ["FORWARD_WAIT_S", "ForwardQueue"]
+__all__ = ["FORWARD_BATCH_SPANS", "FORWARD_WAIT_S", "ForwardQueue"]
 
 _log = logging.getLogger(__name__)
 
 #: Longest wait of the scorer for room in a full queue (a sender retries for up to its own timeout).
 FORWARD_WAIT_S = 30.0
+
+#: Most spans in one forwarded request (a quarter of the queue's capacity when that is smaller).
+#: Sending a request costs about the same CPU whatever its size (1.3 to 2.7 ms through the HTTP
+#: client, measured on the test machine): 4,096 spans a request cost 0.6 µs a span where 512
+#: cost 2.6 to 5.6; a request is cut at ``request_bytes`` first when its spans are large.
+FORWARD_BATCH_SPANS = 4096
 
 #: Longest a forwarded span waits for its batch to fill before it is sent anyway.
 FORWARD_SCHEDULE_DELAY_MS = 1000
@@ -82,7 +89,7 @@ class ForwardQueue(SpanProcessor):
         self._sender_stopped = False
         self.deadline: float | None = None  # a drain's deadline: waits end there (set with set_deadline)
         # Batches of at most a quarter of the capacity, so one is due well before requests are refused.
-        self.batch_size = max(1, min(512, capacity // 4) if batch_size is None else min(batch_size, capacity))
+        self.batch_size = max(1, min(FORWARD_BATCH_SPANS, capacity // 4) if batch_size is None else min(batch_size, capacity))
         self._delay = schedule_delay_ms / 1000
         #: what a span that finds no room, one the sender could not send, and one a drain cut off
         #: (taken after the queue closed, or left at its end) are counted as
@@ -134,6 +141,17 @@ class ForwardQueue(SpanProcessor):
         taken = 0
         dropped: list[WireSpan] = []
         with self._cond:
+            if not self._closed:
+                # room for them all (what is almost always so): taken at once
+                count = len(spans)
+                size = sum([len(span[2]) for span in spans])
+                if self._held + count <= self.capacity and self._held_bytes + size <= self.capacity_bytes:
+                    self._held += count
+                    self._held_bytes += size
+                    self._queue.extend(spans)
+                    if len(self._queue) >= self.batch_size:
+                        self._cond.notify_all()
+                    return count
             for span in spans:
                 size = len(span[2])
                 while self._full(size) and not self._closed:
@@ -198,16 +216,28 @@ class ForwardQueue(SpanProcessor):
         batch: list[WireSpan] = []
         size = 0
         seen: set[int] = set()
-        while queue and len(batch) < self.batch_size:
+        limit = self.request_bytes
+        most = self.batch_size
+        last_resource: Envelope | None = None
+        last_scope: Envelope | None = None
+        while queue and len(batch) < most:
             resource, scope, span = queue[0]
             more = len(span) + _FRAMING
-            for part in (resource, scope):
-                if id(part) not in seen:
-                    more += len(part[0]) + len(part[1]) + _FRAMING
-            if batch and size + more > self.request_bytes:
+            # the spans of one request come one after another with the same envelopes (objects)
+            new_resource = resource is not last_resource and id(resource) not in seen
+            new_scope = scope is not last_scope and id(scope) not in seen
+            if new_resource:
+                more += len(resource[0]) + len(resource[1]) + _FRAMING
+            if new_scope:
+                more += len(scope[0]) + len(scope[1]) + _FRAMING
+            if batch and size + more > limit:
                 break
             size += more
-            seen.update((id(resource), id(scope)))
+            if new_resource:
+                seen.add(id(resource))
+            if new_scope:
+                seen.add(id(scope))
+            last_resource, last_scope = resource, scope
             batch.append(queue.popleft())
         return batch
 

@@ -21,30 +21,45 @@ __all__ = ["replay"]
 def replay(trace: PendingTrace, *, forwarding: bool) -> tuple[list[tuple[Any, ...]], list[Any]]:
     """The core's items for ``trace`` and, when ``forwarding``, the received bytes of the spans that
     root no run (to hand on before the core sees the trace)."""
+    spans = trace.spans
     ids = trace.ids
     parents: dict[int, int | None] = {}
-    for d in trace.spans:
-        parents[d.span_id] = d.parent_id
+    views = []
+    for d in spans:
+        parent = d.parent_id
+        parents[d.span_id] = parent
+        remote = d.parent_remote
+        view = d.span
         # Senders that do not mark remote parents: a parent this trace does not hold is taken
         # as remote, so the span bounds its runs as the process-local root did.
-        remote = d.parent_remote if d.parent_remote is not None else (d.parent_id is not None and d.parent_id not in ids)
-        d.span.parent_remote = bool(remote)
-    depth = depths(parents)
-    items: list[tuple[Any, ...]] = [
-        (START, d.span, None) for d in sorted(trace.spans, key=lambda d: (d.span._start_time, depth[d.span_id]))
-    ]
+        view.parent_remote = (parent is not None and parent not in ids) if remote is None else remote
+        views.append(view)
+    # A span's depth only orders spans that start (or end) at the same instant: computed for such a
+    # trace only (timestamps in nanoseconds rarely tie).
+    count = len(views)
+    if len({v._start_time for v in views}) == count and len({v._end_time for v in views}) == count:
+        levels = [0] * count
+    else:
+        depth = depths(parents)
+        levels = [depth[d.span_id] for d in spans]
+    # Sorted as (time, ±depth, place received): ties keep the order received, as a stable sort would.
+    starts = sorted([(v._start_time, level, i) for i, (v, level) in enumerate(zip(views, levels))])
+    items: list[tuple[Any, ...]] = [(START, views[i], None) for _, _, i in starts]
     items.extend((LOG, facts) for facts in trace.log_facts)
     may_root = OTLP_SPANS.may_root
     passed: list[Any] = []
-    for d in sorted(trace.spans, key=lambda d: (d.span._end_time, -depth[d.span_id])):
-        s = d.span
+    for _, _, i in sorted([(v._end_time, -level, i) for i, (v, level) in enumerate(zip(views, levels))]):
+        s = views[i]
         try:
             hold = may_root(s)
         except Exception:  # odd attribute values: read (and counted) by the core
             hold = False
-        if not hold and forwarding and s.wire is not None:
-            passed.append(s.wire)
-        items.append((HOLD if hold else END, s))
+        if hold:
+            items.append((HOLD, s))
+        else:
+            if forwarding and s.wire is not None:
+                passed.append(s.wire)
+            items.append((END, s))
     return items, passed
 
 

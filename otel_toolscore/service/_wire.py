@@ -85,6 +85,8 @@ def _any_value(value: Any) -> AnyValue:
     return AnyValue(string_value=str(value))
 
 
+#: ``ScopeSpans.spans``' tag (field 2, length-delimited)
+_SPAN_TAG = b"\x12"
 #: ``Span.attributes`` (repeated ``KeyValue``)
 _SPAN_ATTRIBUTES = 9
 
@@ -119,28 +121,49 @@ _INT64 = 1 << 63
 #: fixed set of score keys, and a value seen past the bound is encoded each time.
 _KEYS: dict[str, bytes] = {}
 _ENCODED: dict[tuple[str, type, Any], bytes] = {}
+#: Per key: a float attribute's entry up to its 8 bytes.
+_FLOAT_PREFIXES: dict[str, bytes] = {}
 _CACHE_LIMIT = 4096
+#: Lists longer than this are encoded each time (the cache holds short ones only).
+_CACHED_ITEMS = 32
 
 
 def encode_attribute(key: str, value: Any) -> bytes:
     """One ``Span.attributes`` entry (field 9) holding ``KeyValue(key, value)``, encoded as protobuf
-    encodes it (byte for byte: ``tests/test_forward_wire.py``), the key's field and the framing
-    computed once per key."""
+    encodes it (byte for byte: ``tests/service/test_forward_wire.py``), the key's field and the framing
+    computed once per key: a float's entry is a fixed prefix per key and its 8 bytes; a list of
+    texts, flags or integers (the tools a run called, the order expected) is cached as a scalar is."""
     kind = type(value)
-    cached = kind is str or kind is bool or kind is int  # not float: 0.0 == -0.0, and scores vary
-    if cached:
-        hit = _ENCODED.get((key, kind, value))
+    if kind is float:  # not cached by value: 0.0 == -0.0, and scores vary
+        prefix = _FLOAT_PREFIXES.get(key)
+        if prefix is None:
+            field = _key_field(key)
+            # KeyValue: the key's field, the value's tag, length 9, AnyValue.double_value's tag
+            prefix = _ATTRIBUTE_TAG + varint(len(field) + 11) + field + _VALUE_TAG + b"\x09" + _DOUBLE
+            if len(_FLOAT_PREFIXES) < _CACHE_LIMIT:
+                _FLOAT_PREFIXES[key] = prefix
+        return prefix + _DOUBLE_BITS.pack(value)
+    cache_key: tuple[str, type, Any] | None = None
+    if kind is str or kind is bool or kind is int:
+        cache_key = (key, kind, value)
+    elif (kind is list or kind is tuple) and len(value) <= _CACHED_ITEMS and all(
+        type(v) is str or type(v) is bool or type(v) is int for v in value
+    ):
+        # as a tuple with its items' types: [1] and [True] are equal, and encoded apart
+        cache_key = (key, tuple, (*value, *map(type, value)))
+    if cache_key is not None:
+        hit = _ENCODED.get(cache_key)
         if hit is not None:
             return hit
     kv = encode_key_value(key, value)
     out = _ATTRIBUTE_TAG + varint(len(kv)) + kv
-    if cached and len(_ENCODED) < _CACHE_LIMIT:
-        _ENCODED[(key, kind, value)] = out
+    if cache_key is not None and len(_ENCODED) < _CACHE_LIMIT:
+        _ENCODED[cache_key] = out
     return out
 
 
-def encode_key_value(key: str, value: Any, *, mappings: bool = False) -> bytes:
-    """``KeyValue(key, value)`` encoded (see :func:`encode_any_value` for ``mappings``)."""
+def _key_field(key: str) -> bytes:
+    """``KeyValue.key`` encoded (cached per key)."""
     field = _KEYS.get(key)
     if field is None:
         encoded_key = key.encode()
@@ -148,6 +171,14 @@ def encode_key_value(key: str, value: Any, *, mappings: bool = False) -> bytes:
         field = _KEY_TAG + varint(len(encoded_key)) + encoded_key if encoded_key else b""
         if len(_KEYS) < _CACHE_LIMIT:
             _KEYS[key] = field
+    return field
+
+
+def encode_key_value(key: str, value: Any, *, mappings: bool = False) -> bytes:
+    """``KeyValue(key, value)`` encoded (see :func:`encode_any_value` for ``mappings``)."""
+    field = _KEYS.get(key)
+    if field is None:
+        field = _key_field(key)
     any_value = encode_any_value(value, mappings=mappings)
     return field + _VALUE_TAG + varint(len(any_value)) + any_value
 
@@ -204,13 +235,23 @@ def build_request(batch: Sequence[WireSpan]) -> bytes:
     """An encoded ``ExportTraceServiceRequest`` of ``batch``: spans grouped under their resource and
     scope (equal envelopes are one group), in the order taken within each group."""
     groups: dict[Envelope, dict[Envelope, list[bytes]]] = {}
+    last_resource: Envelope | None = None
+    last_scope: Envelope | None = None
+    spans: list[bytes] = []
     for res, sco, span in batch:
-        groups.setdefault(res, {}).setdefault(sco, []).append(span)
+        if sco is not last_scope or res is not last_resource:  # the same objects, span after span
+            spans = groups.setdefault(res, {}).setdefault(sco, [])
+            last_resource, last_scope = res, sco
+        spans.append(span)
     parts: list[bytes] = []
     for (resource, resource_schema), scopes in groups.items():
         body: list[bytes] = [resource]
-        for (scope, scope_schema), spans in scopes.items():
-            body.append(_field(2, b"".join([scope, *(_field(2, sp) for sp in spans), scope_schema])))
+        for (scope, scope_schema), scope_spans in scopes.items():
+            pieces = [scope]
+            for sp in scope_spans:  # ScopeSpans.spans (field 2), each span's bytes joined once
+                pieces += (_SPAN_TAG, varint(len(sp)), sp)
+            pieces.append(scope_schema)
+            body.append(_field(2, b"".join(pieces)))
         body.append(resource_schema)
         parts.append(_field(1, b"".join(body)))
     return b"".join(parts)

@@ -568,3 +568,84 @@ def test_score_attributes_encode_byte_for_byte_as_protobuf_does() -> None:
     for out_of_range in (1 << 63, -(1 << 63) - 1):  # protobuf refuses these too (the root leaves unscored)
         with pytest.raises(ValueError):
             encode_attribute("k", out_of_range)
+
+
+# -- what the forwarding path writes fast, checked against protobuf's own encoding --------------------------
+@pytest.mark.parametrize("value", [
+    1.0, -0.0, 0.0, 0.25, float("inf"), -1e300,  # floats: a prefix per key, then their 8 bytes
+    ["tool_0", "tool_1"], ("tool_0", "tool_1"), [], [1, 2], [True, False], [1, True], [True, 1],  # lists: cached
+    [f"t{i}" for i in range(40)],  # longer than the cached lists
+    "pass", True, 7, -3,
+])
+@pytest.mark.parametrize("key", ["toolscore.code.score", "", "k" * 300])
+def test_score_attributes_are_encoded_as_protobuf_encodes_them(key: str, value: Any) -> None:
+    """Encoded twice (the second time from the caches), each attribute is the bytes protobuf writes
+    for it: ``[1, True]`` and ``[True, 1]`` are equal lists, and encoded apart."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    from otel_toolscore.service._wire import encode_attribute
+
+    expected = with_attributes(Span(), {key: value}).SerializeToString()
+    assert encode_attribute(key, value) == expected
+    assert encode_attribute(key, value) == expected
+
+
+def test_equal_envelopes_that_are_different_objects_make_one_group() -> None:
+    """Spans of one resource and scope whose envelopes were built apart (two requests), interleaved
+    with another scope's, leave under one resource and one scope each, in the order taken."""
+    a, b = _agent_request(), _agent_request()
+    b.resource_spans[0].scope_spans[0].scope.name = "another scope"
+    first, second, third = _items(a), _items(b), _items(a)  # `third`: equal envelopes, other objects
+    assert first[0][0] is not third[0][0] and first[0][0] == third[0][0]
+    out = trace_service_pb2.ExportTraceServiceRequest.FromString(build_request(first + second + third))
+    (rs,) = out.resource_spans
+    assert [ss.scope.name for ss in rs.scope_spans] == ["agent", "another scope"]
+    spans = [sp.SerializeToString() for sp in rs.scope_spans[0].spans]
+    assert spans == [item[2] for item in first + third]
+
+
+def test_spans_put_at_once_leave_in_order_in_batches_of_at_most_the_batch_size() -> None:
+    """Spans handed over together (a scored trace, a request's unscored spans) are queued at once
+    when there is room, and leave in the order taken, at most FORWARD_BATCH_SPANS a request; with no
+    room for them all, each is taken or refused (counted) as a single put would."""
+    from otel_toolscore.service._forward import FORWARD_BATCH_SPANS, ForwardQueue
+
+    sent: list[int] = []
+    lock = threading.Lock()
+
+    class Recorder:
+        def send(self, body: bytes, spans: int) -> bool:
+            req = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+            with lock:
+                sent.extend(int(s.name) for r in req.resource_spans for sc in r.scope_spans for s in sc.spans)
+            assert spans <= FORWARD_BATCH_SPANS
+            return True
+
+        def shutdown(self) -> None:
+            pass
+
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    env = envelope(AnyValue(), "")
+    items = [(env, env, Span(name=str(i)).SerializeToString()) for i in range(FORWARD_BATCH_SPANS * 3 + 5)]
+    drops: list[tuple[str, int]] = []
+    queue = ForwardQueue(Recorder(), len(items) * 4, lambda reason, n: drops.append((reason, n)))
+    assert queue.batch_size == FORWARD_BATCH_SPANS
+    assert queue.put_many(items, wait=False) == len(items)
+    assert queue.force_flush(10_000)
+    queue.shutdown()
+    assert sent == list(range(len(items))) and not drops
+
+    release = threading.Event()
+
+    class Stuck(Recorder):
+        def send(self, body: bytes, spans: int) -> bool:
+            release.wait(10)
+            return True
+
+    small = ForwardQueue(Stuck(), 64, lambda reason, n: drops.append((reason, n)))
+    assert small.put_many(items[:100], wait=False) == 64  # no room for them all: one by one
+    assert drops == [("forward_queue_full", 1)] * 36
+    release.set()
+    assert small.force_flush(5_000)
+    small.shutdown()
