@@ -7,9 +7,11 @@ of them — the same batches the live worker takes, every output on (root copy, 
 histogram point, counts) — as the difference between a run that processes them and one that stops
 just before. Not part of ``make bench`` (it needs valgrind, ~1 minute per figure):
 
-    python bench/instructions.py [genai7|openinference30] [on|off] [runs] [--lean]
+    python bench/instructions.py [genai7|openinference30] [on|off] [runs] [--lean] [--no-gc]
 
-prints ``instructions/run``. ``--child`` is the process valgrind runs (internal).
+prints ``instructions/run``. The garbage collector's passes are lumpy (one full pass more or less in
+the counted half moves a figure by up to a fifth): ``--no-gc`` counts the code alone, the collector
+off while the counted half runs. ``--child`` is the process valgrind runs (internal).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ _BATCH = 256
 _WARM_RUNS = 20
 
 
-def _child(workload: str, content: bool, runs: int, lean: bool, count: bool) -> None:
+def _child(workload: str, content: bool, runs: int, lean: bool, count: bool, no_gc: bool) -> None:
     """Queue ``2 * runs + 20`` recorded runs, process the first ``runs + 20`` (warm-up), then the rest
     only when ``count`` (callgrind's figure of a process with ``count`` minus one without it)."""
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -95,6 +97,8 @@ def _child(workload: str, content: bool, runs: int, lean: bool, count: bool) -> 
     first = (runs + _WARM_RUNS) * per_run
     process(queued[:first])  # imports, first-use builds, caches: not counted
     gc.collect()
+    if no_gc:
+        gc.disable()
     if count:
         process(queued[first:])
     pipe.close()
@@ -117,10 +121,11 @@ def _instructions(args: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
         workload, content, runs, lean, count = argv[1], argv[2] == "on", int(argv[3]), argv[4] == "1", argv[5] == "1"
-        _child(workload, content, runs, lean, count)
+        _child(workload, content, runs, lean, count, no_gc=argv[6:7] == ["nogc"])
         return 0
     lean = "--lean" in argv
-    rest = [a for a in argv if a != "--lean"]
+    no_gc = "--no-gc" in argv
+    rest = [a for a in argv if a not in ("--lean", "--no-gc")]
     workload = rest[0] if rest else "genai7"
     content = (rest[1] if len(rest) > 1 else "off") == "on"
     runs = int(rest[2]) if len(rest) > 2 else 100
@@ -128,10 +133,12 @@ def main(argv: list[str]) -> int:
         print("valgrind is not installed: this tool counts instructions with callgrind", file=sys.stderr)
         return 2
     common = [workload, "on" if content else "off", str(runs), "1" if lean else "0"]
-    counted = _instructions([*common, "1"])
-    base = _instructions([*common, "0"])
+    gc_flag = ["nogc"] if no_gc else []
+    counted = _instructions([*common, "1", *gc_flag])
+    base = _instructions([*common, "0", *gc_flag])
     who = "lean design" if lean else "ours"
-    print(f"{who}, {workload}, content {'on' if content else 'off'}: {(counted - base) / runs:,.0f} instructions/run")
+    gc_note = ", collector off" if no_gc else ""
+    print(f"{who}, {workload}, content {'on' if content else 'off'}{gc_note}: {(counted - base) / runs:,.0f} instructions/run")
     return 0
 
 
