@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
-from ._facts import INPUT_PARSERS, KEYED_PARSERS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
+from ._facts import INPUT_PARSERS, KEYED_PARSERS, OUTPUT_PARSERS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
 from ._values import (
     _NOT_A_REQUEST,
     _NOT_MAPS,
@@ -648,9 +648,6 @@ def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
         facts.final_output = facts.final_output or data
 
 
-INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
-TEXT_PARSERS.update({io_value_output, mastra_agent_output})
-KEYED_PARSERS.add(openinference_outputs)
 
 
 def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
@@ -707,3 +704,16 @@ def langchain_tool_message_id(facts: SpanFacts, value: Any, opts: ExtractOptions
         return
     if (type(fields) is dict or (type(fields) not in _NOT_MAPS and isinstance(fields, Mapping))):
         facts.call_id = clean_id(fields.get("tool_call_id"))
+
+
+INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
+TEXT_PARSERS.update({io_value_output, mastra_agent_output})
+KEYED_PARSERS.add(openinference_outputs)
+# answers only: they fill requested calls, the answer's text, tool definitions and results not yet
+# known, never the request or the history (log events, whole-conversation dumps, ADK requests and
+# the framework parsers may: a span with one of those parses its inputs in order, at once)
+OUTPUT_PARSERS.update({
+    genai_output_messages, agent_output_messages, openinference_outputs, openinference_output_value,
+    io_value_output, tool_definitions, vercel_prompt_tools, vercel_response_toolcalls, adk_llm_response,
+    mastra_step_output, mastra_agent_output,
+})

@@ -28,7 +28,7 @@ from ._hints import RunHints
 from ._records import plain_attributes
 from ._values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "KEYED_PARSERS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
+__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "KEYED_PARSERS", "OUTPUT_PARSERS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +144,12 @@ Deferred = Callable[["SpanFacts", Any, ExtractOptions], None]
 INPUT_PARSERS: set[Deferred] = set()
 #: Parsers that fill nothing but the answer's text (left out when content is not kept).
 TEXT_PARSERS: set[Deferred] = set()
+#: Parsers of what a model (or agent) answered that never touch what an input parser fills (the
+#: request, the history, ``saw_input``) and set a result only where none is yet: run before the
+#: input parsers of the same span, they leave the facts as running everything in order does. Only
+#: spans whose other parsers are all of these may leave their inputs for later with content kept
+#: (``materialize(defer_inputs=True)``: the offline reader).
+OUTPUT_PARSERS: set[Deferred] = set()
 #: Parsers given a span's whole attribute mapping that look up a few keys in it: handed the mapping
 #: as it is, not a plain copy of every value in it.
 KEYED_PARSERS: set[Deferred] = set()
@@ -335,11 +341,14 @@ class SpanFacts:
                 held += _text_size(v)
         return held
 
-    def materialize(self, options: ExtractOptions | None = None) -> SpanFacts:
+    def materialize(self, options: ExtractOptions | None = None, *, defer_inputs: bool = False) -> SpanFacts:
         """Run the deferred parsers and build the executed call (idempotent).
 
         Parsers of input content (:data:`INPUT_PARSERS`) run too when content is captured; otherwise
-        they stay in ``deferred`` for :meth:`materialize_inputs`."""
+        they stay in ``deferred`` for :meth:`materialize_inputs`. With ``defer_inputs`` they stay
+        there with content captured too, where the span's other parsers are all
+        :data:`OUTPUT_PARSERS` (so the order they run in changes nothing): the assembler parses them
+        only for a run that needs them (its request, or calls decided by what the model was given)."""
         if self.materialized:
             return self
         opts = options or DEFAULT_OPTIONS
@@ -347,8 +356,12 @@ class SpanFacts:
         deferred = self.deferred
         if deferred:
             if opts.capture_content:
-                self.deferred = ()
-                self._parse(deferred, opts)
+                if defer_inputs and _inputs_may_wait(deferred):
+                    self.deferred = [d for d in deferred if d[0] in INPUT_PARSERS]
+                    self._parse([d for d in deferred if d[0] not in INPUT_PARSERS], opts)
+                else:
+                    self.deferred = ()
+                    self._parse(deferred, opts)
             else:  # parsers of text only are not run: without content their text is dropped anyway
                 now = [d for d in deferred if d[0] not in INPUT_PARSERS and d[0] not in TEXT_PARSERS]
                 inputs = [d for d in deferred if d[0] in INPUT_PARSERS]
@@ -479,6 +492,17 @@ class SpanFacts:
         self.problem(
             f"span {self.span_id}: {what}: {size:,} characters, over max_parse_chars ({opts.max_parse_chars:,}): not parsed"
         )
+
+
+def _inputs_may_wait(deferred: Sequence[tuple[Deferred, Any]]) -> bool:
+    """Whether the input parsers among ``deferred`` may run after the others (see :data:`OUTPUT_PARSERS`)."""
+    inputs = False
+    for parser, _ in deferred:
+        if parser in INPUT_PARSERS:
+            inputs = True
+        elif parser not in OUTPUT_PARSERS:
+            return False
+    return inputs
 
 
 def _text_size(value: Any) -> int:
