@@ -74,6 +74,7 @@ _BULKY_PREFIXES = ("gen_ai.input.", "gen_ai.output.", "gen_ai.system_instruction
                    "gcp.vertex.agent.llm_", "final_result")
 _MAX_ATTR_CHARS = 256
 _BULKY_KEYS: dict[str, bool] = {}
+_UNREAD = object()
 
 
 def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -82,7 +83,10 @@ def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
     if not attrs:
         return out
     bulky = _BULKY_KEYS
-    for key, value in attrs.items():
+    # a decoded span's mapping (:mod:`._otlp_views`) decodes a value when it is read: content and
+    # bulky values are then never read at all (its keys() keep the span's order, iter() does not)
+    pairs = attrs.items() if type(attrs) is dict else ((k, _UNREAD) for k in attrs.keys())  # noqa: SIM118
+    for key, value in pairs:
         skip = bulky.get(key)
         if skip is None:
             skip = key.startswith(_BULKY_PREFIXES)
@@ -90,6 +94,8 @@ def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
                 bulky[key] = skip
         if skip:
             continue
+        if value is _UNREAD:
+            value = attrs[key]
         if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_ATTR_CHARS):
             out[key] = value
     return out
