@@ -1,6 +1,10 @@
 """Grouping the offline reader's facts by trace: when a trace is complete, its assembly into runs,
 and the stitching of a hand-written loop that left one trace per model call (see :mod:`._sources`).
 
+A span's facts are made compact as it is read (its content parsed and truncated), except a model
+span's input — the request and the history, the longest content of a long run and the most often
+unused — which waits as the span's own strings until a run needs it (``materialize(defer_inputs=True)``).
+
 Reports are the caller's (:class:`SourceCounts`: the counters of one source); runs come out as
 ``(first-seen position, index in trace, run)`` so the caller may restore input order.
 """
