@@ -42,7 +42,9 @@ handoffs, Mastra workflow steps, smolagents' managed agents) in :mod:`._implicit
 
 What is parsed where: :func:`read_span` (hot path) reads scalar attributes only; JSON message
 attributes, flattened ``llm.*`` keys, tool definitions, arguments and results are parsed once per run
-by :meth:`SpanFacts.materialize`, called from :func:`assemble_runs`. Offline only,
+by :meth:`SpanFacts.materialize`, called from :func:`assemble_runs`. Offline, a span's facts are
+materialized as it is read, but a model span's input (request, history) only for a run that needs it
+(:func:`~._assemble.needs_inputs`, or its request), with content kept too. Offline only,
 :func:`extract_runs` also joins a hand-written loop that left one trace per model call (no enclosing
 span) when the call ids (or the same request and replayed calls) prove they are one run.
 """

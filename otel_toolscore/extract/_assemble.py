@@ -99,14 +99,14 @@ def assemble_records(
         return lean
     for f in facts:
         f.materialize(opts)
-    if needs_inputs(facts):
+    if needs_inputs(facts, content=opts.capture_content):
         for f in facts:
             f.materialize_inputs(opts)
     single = single_run(facts, parents, stops, opts)
     return single if single is not None else _assemble(facts, parents, stops, opts)
 
 
-def needs_inputs(facts: Sequence[SpanFacts]) -> bool:
+def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
     """Whether the input content left unparsed (:data:`~._facts.INPUT_PARSERS`) can change this trace's
     runs: only a call the model requested that no tool span ran (it may be history echoed back, or
     take its result and status from a later model call's input), and a model call that recorded no
@@ -114,7 +114,9 @@ def needs_inputs(facts: Sequence[SpanFacts]) -> bool:
     Everything else — the usual trace, every requested call ran — is read from outputs and tool spans.
 
     A requested call counts as run when a tool span has its id, or when tool spans not claimed by an
-    id ran at least as many calls of its name (the general rules pair those by name and order)."""
+    id ran at least as many calls of its name (the general rules pair those by name and order). With
+    ``content`` (content captured) only a tool span runs a call: one a LangGraph ``tools`` task was
+    given but no tool span ran (an unknown tool) takes its result from a later model call's input."""
     if not any(f.deferred for f in facts):  # materialized: what is left is input content
         return False
     ran: set[str] = set()
@@ -125,7 +127,7 @@ def needs_inputs(facts: Sequence[SpanFacts]) -> bool:
             if call.call_id:
                 ran.add(call.call_id)
             by_name[call.name] = by_name.get(call.name, 0) + 1
-        if f.context_call is not None and f.context_call.call_id:
+        if not content and f.context_call is not None and f.context_call.call_id:
             ran.add(f.context_call.call_id)
     unclaimed: dict[str, int] | None = None
     for f in facts:
@@ -412,7 +414,7 @@ def _calls_and_errors(
             if run is whole and parent_root is None and top != root_id and top in by_span and top not in runs:
                 # A wrapper that is no run (Strands' invoke_swarm) holds the user's own words; the agent
                 # inside only sees a framework-built prompt ("Context: … User Request: …").
-                wrapper_query = _first(f.user_query for f in by_span[top])
+                wrapper_query = _first_query(by_span[top], opts)
                 if wrapper_query and opts.capture_content:
                     agent_run.user_query = wrapper_query
             start = min((f.start_time_unix_nano for f in run.agent_facts), default=0) or _first_start(run)
@@ -891,6 +893,17 @@ def _first_of(facts: Iterable[SpanFacts], field: str) -> Any:
     return None
 
 
+def _first_query(facts: Iterable[SpanFacts], opts: ExtractOptions) -> str | None:
+    """The first user request of ``facts``: input content left for later (the offline reader leaves
+    it: :meth:`~._facts.SpanFacts.materialize`) is parsed fact by fact, only until one names it."""
+    for f in facts:
+        if f.deferred:
+            f.materialize_inputs(opts)
+        if f.user_query:
+            return f.user_query
+    return None
+
+
 def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunRecord:
     root = run.root
     root_facts = run.agent_facts
@@ -1035,7 +1048,7 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunR
     # -- run-level facts: the root first, then model spans, then anything inside ----------------
     user_query = final_output = None
     if opts.capture_content:  # without content both are dropped below: not looked for
-        user_query = _first_of(root_facts, "user_query") or _first_of(llm_facts, "user_query")
+        user_query = _first_query(root_facts, opts) or _first_query(llm_facts, opts)
         final_output = _first_of(root_facts, "final_output") or _first_of(
             sorted(llm_facts, key=lambda f: -f.end_time_unix_nano), "final_output"
         )

@@ -1,6 +1,10 @@
 """Grouping the offline reader's facts by trace: when a trace is complete, its assembly into runs,
 and the stitching of a hand-written loop that left one trace per model call (see :mod:`._sources`).
 
+A span's facts are made compact as it is read (its content parsed and truncated), except a model
+span's input — the request and the history, the longest content of a long run and the most often
+unused — which waits as the span's own strings until a run needs it (``materialize(defer_inputs=True)``).
+
 Reports are the caller's (:class:`SourceCounts`: the counters of one source); runs come out as
 ``(first-seen position, index in trace, run)`` so the caller may restore input order.
 """
@@ -15,7 +19,7 @@ from ..model import AgentRun
 from ..run_records import RunRecord
 from ._assemble import assemble_records
 from ._content import requested_calls
-from ._facts import ExtractOptions, SpanFacts
+from ._facts import ExtractOptions, InSpan, SpanFacts
 from ._otlp_views import OtlpSpan, read_view
 from ._readers import read_log, read_span
 from ._records import SpanRecord
@@ -119,8 +123,11 @@ class Collector(Generic[R]):
             report.unknown_convention_spans += 1
             return
         report.spans_with_facts += 1
-        f.materialize(self.options)  # compact now (content truncated): a pending trace holds no raw content
-        if not f.deferred:
+        # compact now (content truncated): a pending trace holds no raw content but the model's
+        # input (the request and history: its own strings, bounded by max_deferred_chars per span),
+        # parsed only for a run that needs it (see materialize)
+        f.materialize(self.options, defer_inputs=True)
+        if not f.deferred or not any(type(v) is InSpan for _, v in f.deferred):
             f.holder = None  # nothing left to read from the span: the trace holds its facts alone
         self.facts.setdefault(trace_id, []).append(f)
         self.fact_report[id(f)] = report

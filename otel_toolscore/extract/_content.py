@@ -12,7 +12,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
-from ._facts import INPUT_PARSERS, KEYED_PARSERS, PARSER_KEYS, TEXT_PARSERS, ExtractOptions, Requested, SpanFacts
+from ._facts import (
+    INPUT_PARSERS,
+    KEYED_PARSERS,
+    OUTPUT_PARSERS,
+    PARSER_KEYS,
+    TEXT_PARSERS,
+    ExtractOptions,
+    Requested,
+    SpanFacts,
+)
 from ._values import (
     _NOT_A_REQUEST,
     _NOT_MAPS,
@@ -721,10 +730,6 @@ def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
         facts.final_output = facts.final_output or data
 
 
-INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
-PARSER_KEYS[io_value_input] = ("input.value", "traceloop.entity.input")
-TEXT_PARSERS.update({io_value_output, mastra_agent_output})
-KEYED_PARSERS.add(openinference_outputs)
 
 
 def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
@@ -781,3 +786,17 @@ def langchain_tool_message_id(facts: SpanFacts, value: Any, opts: ExtractOptions
         return
     if (type(fields) is dict or (type(fields) not in _NOT_MAPS and isinstance(fields, Mapping))):
         facts.call_id = clean_id(fields.get("tool_call_id"))
+
+
+INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
+PARSER_KEYS[io_value_input] = ("input.value", "traceloop.entity.input")
+TEXT_PARSERS.update({io_value_output, mastra_agent_output})
+KEYED_PARSERS.add(openinference_outputs)
+# answers only: they fill requested calls, the answer's text, tool definitions and results not yet
+# known, never the request or the history (log events, whole-conversation dumps, ADK requests and
+# the framework parsers may: a span with one of those parses its inputs in order, at once)
+OUTPUT_PARSERS.update({
+    genai_output_messages, agent_output_messages, openinference_outputs, openinference_output_value,
+    io_value_output, tool_definitions, vercel_prompt_tools, vercel_response_toolcalls, adk_llm_response,
+    mastra_step_output, mastra_agent_output,
+})

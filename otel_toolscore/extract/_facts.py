@@ -28,7 +28,7 @@ from ._hints import RunHints
 from ._records import plain_attributes
 from ._values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "KEYED_PARSERS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
+__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "KEYED_PARSERS", "OUTPUT_PARSERS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,7 @@ _BULKY_PREFIXES = ("gen_ai.input.", "gen_ai.output.", "gen_ai.system_instruction
                    "gcp.vertex.agent.llm_", "final_result")
 _MAX_ATTR_CHARS = 256
 _BULKY_KEYS: dict[str, bool] = {}
+_UNREAD = object()
 
 
 def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -82,7 +83,10 @@ def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
     if not attrs:
         return out
     bulky = _BULKY_KEYS
-    for key, value in attrs.items():
+    # a decoded span's mapping (:mod:`._otlp_views`) decodes a value when it is read: content and
+    # bulky values are then never read at all (its keys() keep the span's order, iter() does not)
+    pairs = attrs.items() if type(attrs) is dict else ((k, _UNREAD) for k in attrs.keys())  # noqa: SIM118
+    for key, value in pairs:
         skip = bulky.get(key)
         if skip is None:
             skip = key.startswith(_BULKY_PREFIXES)
@@ -90,6 +94,8 @@ def root_attributes(attrs: Mapping[str, Any] | None) -> dict[str, Any]:
                 bulky[key] = skip
         if skip:
             continue
+        if value is _UNREAD:
+            value = attrs[key]
         if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _MAX_ATTR_CHARS):
             out[key] = value
     return out
@@ -147,6 +153,12 @@ INPUT_PARSERS: set[Deferred] = set()
 PARSER_KEYS: dict[Deferred, tuple[str, ...]] = {}
 #: Parsers that fill nothing but the answer's text (left out when content is not kept).
 TEXT_PARSERS: set[Deferred] = set()
+#: Parsers of what a model (or agent) answered that never touch what an input parser fills (the
+#: request, the history, ``saw_input``) and set a result only where none is yet: run before the
+#: input parsers of the same span, they leave the facts as running everything in order does. Only
+#: spans whose other parsers are all of these may leave their inputs for later with content kept
+#: (``materialize(defer_inputs=True)``: the offline reader).
+OUTPUT_PARSERS: set[Deferred] = set()
 #: Parsers given a span's whole attribute mapping that look up a few keys in it: handed the mapping
 #: as it is, not a plain copy of every value in it.
 KEYED_PARSERS: set[Deferred] = set()
@@ -338,11 +350,14 @@ class SpanFacts:
                 held += _text_size(v)
         return held
 
-    def materialize(self, options: ExtractOptions | None = None) -> SpanFacts:
+    def materialize(self, options: ExtractOptions | None = None, *, defer_inputs: bool = False) -> SpanFacts:
         """Run the deferred parsers and build the executed call (idempotent).
 
         Parsers of input content (:data:`INPUT_PARSERS`) run too when content is captured; otherwise
-        they stay in ``deferred`` for :meth:`materialize_inputs`."""
+        they stay in ``deferred`` for :meth:`materialize_inputs`. With ``defer_inputs`` they stay
+        there with content captured too, where the span's other parsers are all
+        :data:`OUTPUT_PARSERS` (so the order they run in changes nothing): the assembler parses them
+        only for a run that needs them (its request, or calls decided by what the model was given)."""
         if self.materialized:
             return self
         opts = options or DEFAULT_OPTIONS
@@ -350,8 +365,12 @@ class SpanFacts:
         deferred = self.deferred
         if deferred:
             if opts.capture_content:
-                self.deferred = ()
-                self._parse(deferred, opts)
+                if defer_inputs and _inputs_may_wait(deferred):
+                    self.deferred = [d for d in deferred if d[0] in INPUT_PARSERS]
+                    self._parse([d for d in deferred if d[0] not in INPUT_PARSERS], opts)
+                else:
+                    self.deferred = ()
+                    self._parse(deferred, opts)
             else:  # parsers of text only are not run: without content their text is dropped anyway
                 now = [d for d in deferred if d[0] not in INPUT_PARSERS and d[0] not in TEXT_PARSERS]
                 inputs = [d for d in deferred if d[0] in INPUT_PARSERS]
@@ -488,6 +507,17 @@ class SpanFacts:
         self.problem(
             f"span {self.span_id}: {what}: {size:,} characters, over max_parse_chars ({opts.max_parse_chars:,}): not parsed"
         )
+
+
+def _inputs_may_wait(deferred: Sequence[tuple[Deferred, Any]]) -> bool:
+    """Whether the input parsers among ``deferred`` may run after the others (see :data:`OUTPUT_PARSERS`)."""
+    inputs = False
+    for parser, _ in deferred:
+        if parser in INPUT_PARSERS:
+            inputs = True
+        elif parser not in OUTPUT_PARSERS:
+            return False
+    return inputs
 
 
 def _text_size(value: Any) -> int:

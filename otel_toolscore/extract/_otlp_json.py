@@ -113,7 +113,16 @@ def attributes_json(kvs: Any) -> dict[str, Any]:
     for kv in kvs:
         if type(kv) is not dict:
             raise OtlpJsonError("an attribute is not an object")
-        out[str(kv.get("key", ""))] = any_value_json(kv.get("value"))
+        key = kv.get("key", "")
+        if type(key) is not str:
+            key = str(key)
+        value = kv.get("value")
+        if type(value) is dict:  # most values are strings: one lookup, no call
+            text = value.get("stringValue")
+            if type(text) is str:
+                out[key] = text
+                continue
+        out[key] = any_value_json(value)
     return out
 
 

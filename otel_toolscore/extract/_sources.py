@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 from ..model import AgentRun
 from ._collect import Collector
 from ._facts import DEFAULT_OPTIONS, ExtractOptions
+from ._gc import full_collections_held
 from ._otlp_json import OtlpJsonError, log_views_from_json, span_views_from_json
 from ._otlp_views import span_views
 from ._records import SpanRecord, log_views_from_proto, record_from_readable, span_records_from_proto
@@ -257,8 +258,13 @@ def iter_runs(
     ``report``, when given, is filled as reading goes on. Never raises on malformed input.
     """
     rep = report if report is not None else ExtractionReport()
-    for _pos, _i, run in _runs(source, options, rep, idle_records, max_open_traces):
-        yield run
+    runs = _runs(source, options, rep, idle_records, max_open_traces)
+    while True:
+        with full_collections_held():  # while reading; not while the caller handles a run
+            item = next(runs, None)
+        if item is None:
+            return
+        yield item[2]
 
 
 def extract_runs_with_report(
@@ -274,7 +280,8 @@ def extract_runs_with_report(
     appear in the input. ``progress`` hears about each file as it is read (the command line's bars).
     """
     report = ExtractionReport()
-    found = list(_runs(source, options, report, DEFAULT_IDLE_RECORDS, DEFAULT_MAX_OPEN_TRACES, progress))
+    with full_collections_held():
+        found = list(_runs(source, options, report, DEFAULT_IDLE_RECORDS, DEFAULT_MAX_OPEN_TRACES, progress))
     found.sort(key=lambda item: (item[0], item[1]))
     return [run for _, _, run in found], report
 

@@ -166,6 +166,14 @@ def truncate_value(value: Any, limit: int) -> Any:
     if isinstance(value, str):
         return truncate(value, limit)
     try:
+        # most values are far under the limit: orjson's compact bytes tell so at a fraction of the
+        # cost. The text measured below is at most 3x as long (a space after each one-byte ", " or
+        # ": ", "-Infinity" where orjson writes "null"), and never longer in characters than in bytes.
+        if len(orjson.dumps(value, default=str)) * 3 <= limit:
+            return value
+    except (TypeError, ValueError, RecursionError):
+        pass  # non-string keys, integers past 64 bits, ...: measured as always
+    try:
         text = json.dumps(value, default=str, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = str(value)
