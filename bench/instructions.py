@@ -110,7 +110,7 @@ def _instructions(args: list[str]) -> int:
         out = Path(tmp) / "callgrind.out"
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "--child", *args],
-            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"}, check=False,
         )
         found = re.search(r"Collected : ([\d,]+)", proc.stderr)
         if proc.returncode != 0 or found is None:
