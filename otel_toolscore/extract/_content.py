@@ -34,7 +34,6 @@ from ._values import (
     maybe_json,
     parse_messages,
     plain,
-    semconv_messages,
     text_of,
 )
 
@@ -131,17 +130,13 @@ def _absorb_output(facts: SpanFacts, pm: ParsedMessages, opts: ExtractOptions, *
 def genai_input_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gen_ai.input.messages")
     if data is not None:
-        parsed = semconv_messages(data, opts.max_calls_per_run)
-        _absorb_history(facts, parsed if parsed is not None else parse_messages(data, opts.max_calls_per_run), opts)
+        _absorb_history(facts, parse_messages(data, opts.max_calls_per_run), opts)
 
 
 def genai_output_messages(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     data = _json(facts, value, "gen_ai.output.messages")
     if data is not None:
-        parsed = semconv_messages(data, opts.max_calls_per_run)
-        if parsed is None:
-            parsed = parse_messages(data, opts.max_calls_per_run)
-        _absorb_output(facts, parsed, opts, fallback=facts.role == "agent")
+        _absorb_output(facts, parse_messages(data, opts.max_calls_per_run), opts, fallback=facts.role == "agent")
 
 
 agent_input_messages = genai_input_messages

@@ -129,6 +129,13 @@ def _sdk_fields(span: Any) -> tuple[str, Any, Any, int | None, int | None, Any, 
         )
 
 
+def _hex_ids(span: Any) -> tuple[str, str, str | None]:
+    """(trace, span, parent) ids of a span in hex, for a caller that did not pass them."""
+    ctx = span.context
+    parent = span.parent
+    return "%032x" % ctx.trace_id, "%016x" % ctx.span_id, "%016x" % parent.span_id if parent is not None else None
+
+
 def _tool_call(
     values: dict[str, Any],
     tool: str,
@@ -177,13 +184,7 @@ def read_live_span(
     if tool == "(merged tools)":
         return None
     if ids is None:
-        ctx = span.context
-        parent = span.parent
-        ids = (
-            "%032x" % ctx.trace_id,
-            "%016x" % ctx.span_id,
-            "%016x" % parent.span_id if parent is not None else None,
-        )
+        ids = _hex_ids(span)
     if (
         not options.capture_content
         and status_code is not _ERROR
@@ -348,13 +349,7 @@ def read_live_oi_span(
     if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES or name.startswith(_GENAI_NAME_PREFIXES):
         return None
     if ids is None:
-        ctx = span.context
-        parent = span.parent
-        ids = (
-            "%032x" % ctx.trace_id,
-            "%016x" % ctx.span_id,
-            "%016x" % parent.span_id if parent is not None else None,
-        )
+        ids = _hex_ids(span)
     if not options.capture_content and status_code is not _ERROR and "error.type" not in a:
         facts = _plain_oi(span, a, name, start, end, scope_name, ids, options)
         if facts is not None:

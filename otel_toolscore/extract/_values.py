@@ -382,7 +382,7 @@ def semconv_messages(data: Any, max_calls: int | None = None) -> ParsedMessages 
     """:func:`parse_messages` of a message list in the OTel GenAI conventions' own shape — messages of
     a ``role``, ``parts`` and a ``finish_reason``, whose parts are ``text`` and named ``tool_call``
     parts — read in one pass without trying every other convention's shapes; ``None`` (nothing read)
-    for any other shape, a tool's answer included: the general way reads it
+    for any other shape, a tool's answer included: :func:`_parse_any` reads it
     (``tests/extract/test_fast_lane.py`` holds both ways to the same result)."""
     if type(data) is not list:
         return None
@@ -434,8 +434,16 @@ def parse_messages(data: Any, max_calls: int | None = None) -> ParsedMessages:
     """Read calls, result ids and texts from any supported message shape (see the module docstring).
 
     At most ``max_calls`` calls are kept (``dropped_calls`` counts the rest): a message with 100,000
-    tool calls costs one pass over the parsed JSON, not 100,000 call objects.
+    tool calls costs one pass over the parsed JSON, not 100,000 call objects. Messages in the OTel
+    GenAI conventions' own shape are read in one pass (:func:`semconv_messages`); any other shape
+    tries every convention's shapes (:func:`_parse_any`).
     """
+    parsed = semconv_messages(data, max_calls)
+    return parsed if parsed is not None else _parse_any(data, max_calls)
+
+
+def _parse_any(data: Any, max_calls: int | None = None) -> ParsedMessages:
+    """:func:`parse_messages` of any supported shape, each message tried against every convention's."""
     capped = _CappedCalls(max_calls) if max_calls is not None else None
     out = ParsedMessages(capped if capped is not None else [], [], {}, [], [], [])
     for message in iter_messages(data):
