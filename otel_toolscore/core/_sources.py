@@ -119,8 +119,11 @@ class SdkSpans:
         except AttributeError:
             parent = span.parent
             attrs = plain_attributes(span)
-        if parent is None or parent.is_remote:
+        if parent is None or (parent[2] if _CONTEXT_IS_TUPLE else parent.is_remote):
             return True
+        op = attrs.get("gen_ai.operation.name")
+        if op is not None and op in _CHILD_OPS and "openinference.span.kind" not in attrs:
+            return False  # a GenAI model or tool span, the commonest: may_root_by_attributes' answer
         return may_root_by_attributes(span.name, attrs, False)
 
 
@@ -142,6 +145,8 @@ def may_root_by_attributes(name: str, attrs: Mapping[str, Any], local_root: bool
     return classify_start(name, attrs) == "agent"
 
 
+#: GenAI operations of a model or tool span: never a run's root by the table of keys
+_CHILD_OPS = ROLE_OPS - AGENT_OPS
 #: OpenInference span kinds that never root a run (a model call, an executed call, an evaluator).
 _NEVER_ROOTS = frozenset({"LLM", "TOOL", "EVALUATOR"})
 

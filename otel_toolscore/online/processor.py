@@ -157,8 +157,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
         self._stalled_at: int | None = None
         # The core is driven by the worker, and by a flush's caller while it drains the queue.
         self._core_lock = threading.Lock()
-        #: (span, score attributes) the core released, handed on by the worker thread
-        self._forwards: deque[tuple[ReadableSpan, dict[str, Any] | None]] = deque()
+        #: what the worker thread hands on, in order: a span as it is, or (span, score attributes)
+        #: the core released
+        self._forwards: deque[ReadableSpan | tuple[ReadableSpan, dict[str, Any] | None]] = deque()
         self._last_sweep = 0.0
         self._worker = QueueWorker(
             "otel-toolscore-worker",
@@ -208,19 +209,15 @@ class ToolScoreSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         q = self._queue
-        if len(q) < self._capacity:
-            hold = False
-            if self._hold_roots:
-                try:
-                    hold = may_root_a_run(span)
-                except Exception:  # odd attribute values: read (and counted) by the worker
-                    hold = False
-            if hold:
-                q.append((_HOLD, span))
-                self._worker.nudge()  # a run may have ended: score it soon, even after a quiet period
-                return  # the worker hands it on, with the score when there is one
+        if len(q) < self._capacity and not self._stopped:
+            # The worker hands the span on (a root with its score): the application's thread pays
+            # one append, not the downstream's on_end nor the test of whether the span roots a run.
             q.append((_END, span))
-        else:
+            worker = self._worker
+            if worker._idle_wait:  # after a quiet period: wake it now (QueueWorker.nudge, inline)
+                worker.nudge()
+            return
+        if not self._stopped:  # the queue is full (shut down: handed on as it is, nothing scores it)
             self._app_counts.add("span_queue_full")
             try:
                 if may_root_a_run(span):  # its run is lost: counted by the worker, not silently gone
@@ -252,13 +249,17 @@ class ToolScoreSpanProcessor(SpanProcessor):
         forwards = self._forwards
         while forwards:
             try:
-                span, attrs = forwards.popleft()
+                item = forwards.popleft()
             except IndexError:
                 break
             if downstream is None:
                 continue
             try:
-                downstream.on_end(span if attrs is None else scored_copy(span, attrs))
+                if isinstance(item, tuple):  # a root the core released: (span, its score attributes)
+                    span, attrs = item
+                    downstream.on_end(span if attrs is None else scored_copy(span, attrs))
+                else:  # a span handed on as it is
+                    downstream.on_end(item)
             except Exception:
                 self._app_counts.add("downstream_error")
 
@@ -266,9 +267,29 @@ class ToolScoreSpanProcessor(SpanProcessor):
         """Run queued starts, ends and log records through the core (holding the core lock)."""
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
+            if self._hold_roots:
+                self._sort_ends(batch)
             self._absorb(self._core.feed(batch))
         finally:
             otel_context.detach(token)
+
+    def _sort_ends(self, batch: list[Any]) -> None:
+        """Of the ended spans in ``batch``: those that may root a run are left to the core (it hands
+        them on once scored); the others are queued to be handed on as they are, in the order they
+        ended — before the roots the core releases for this batch, as the children of a run end
+        before it."""
+        forwards = self._forwards
+        for i, item in enumerate(batch):
+            if item[0] == _END:
+                span = item[1]
+                try:
+                    hold = may_root_a_run(span)
+                except Exception:  # odd attribute values: read (and counted) by the core
+                    hold = False
+                if hold:
+                    batch[i] = (_HOLD, span)
+                else:
+                    forwards.append(span)
 
     def _idle(self) -> None:
         """After each batch and on every poll: held roots past their grace, timeouts, counters."""
@@ -345,7 +366,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
 
     def _drain(self, deadline: Deadline | float) -> bool:
         """:meth:`_score_queued`, then, until ``deadline`` (a :class:`Deadline`, or a
-        :func:`time.monotonic` instant), roots handed on and events written.
+        :func:`time.monotonic` instant), spans handed on and events written.
 
         A worker found stuck by an earlier drain (in a downstream's ``on_end``) that has not moved
         since is given 0.1 s, not the whole deadline again: the exit drain and the providers'
@@ -358,10 +379,12 @@ class ToolScoreSpanProcessor(SpanProcessor):
         ok = self._worker.wait_idle(deadline.instant)
         self._stalled_at = None if ok else self._worker.progress
         ok = scored and ok
-        while self._forwards and not deadline.expired:  # the worker hands the roots on
+        while self._forwards and not deadline.expired:  # the worker hands the spans on
             self._worker.wake()
             time.sleep(0.002)
-        ok = not self._forwards and ok
+        if self._forwards:  # the worker is stuck in a downstream's on_end (or slow): seen as stalled
+            self._stalled_at = self._worker.progress
+            ok = False
         return self.outputs.wait_idle(deadline.instant) and ok
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:

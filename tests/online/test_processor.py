@@ -314,6 +314,52 @@ def test_downstream_that_raises_never_reaches_the_application() -> None:
     p.provider.shutdown()
 
 
+class _Recording(SpanProcessor):
+    """A downstream that notes each span it is handed and the thread that handed it."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int, int, Any]] = []
+
+    def on_end(self, span: ReadableSpan) -> None:
+        trace_id = span.context.trace_id if span.context is not None else 0
+        self.seen.append((span.name, trace_id, threading.get_ident(), span.attributes.get("toolscore.code.score")))
+
+
+def test_spans_reach_the_downstream_from_the_worker_in_end_order() -> None:
+    """The application's thread only queues an ended span: the worker hands every span on — each
+    as it is, in the order they ended, a run's root after its spans as a copy carrying its score —
+    so a downstream's ``on_end`` (an exporter's, with I/O) never runs on the application's thread."""
+    down = _Recording()
+    p = make_pipeline(downstream=down, expectations=[Expectation(expected_tool_order=("a", "b"))])
+    ended: list[tuple[str, int]] = []
+
+    class _Order(SpanProcessor):
+        def on_end(self, span: ReadableSpan) -> None:
+            ended.append((span.name, span.context.trace_id if span.context is not None else 0))
+
+    p.provider.add_span_processor(_Order())  # the order the SDK ended them in
+    for _ in range(3):
+        run_scripted_agent(p.tracer, "agent", "q", ["a", "b"])
+    app = threading.get_ident()
+    p.flush()
+    assert len(down.seen) == len(ended) == 3 * 4
+    assert all(t != app for _n, _tr, t, _s in down.seen)
+    children = [(n, tr) for n, tr, _t, _s in down.seen if not n.startswith("invoke_agent")]
+    assert children == [(n, tr) for n, tr in ended if not n.startswith("invoke_agent")]
+    for n, tr, _t, score in down.seen:
+        if n.startswith("invoke_agent"):
+            assert score == 1.0
+            mine = [i for i, item in enumerate(down.seen) if item[1] == tr]
+            assert down.seen[mine[-1]][0] == n  # after every span of its run
+        else:
+            assert score is None
+    p.provider.shutdown()
+    # shut down: nothing scores a span any more, and it is handed on at once, as it is
+    late = p.tracer.start_span("late")
+    late.end()
+    assert (down.seen[-1][0], down.seen[-1][2]) == ("late", app)
+
+
 def test_malformed_attributes_do_not_raise(pipe: Pipeline) -> None:
     tracer = pipe.tracer
     with tracer.start_as_current_span("invoke_agent weather_agent", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather_agent"}) as root:
