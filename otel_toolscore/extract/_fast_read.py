@@ -79,6 +79,8 @@ _GENAI = ("genai",)
 _CONTENT_KEYS = frozenset(key for key, _ in GENAI_CONTENT)
 #: Keys whose presence takes a span the long way (content to parse or defer, an error type).
 _PLAIN_SKIP = frozenset({*_CONTENT_KEYS, "error.type"})
+#: A span carrying none of these is neither another reader's nor one to take the long way.
+_GENERIC_OR_SKIP = _GENERIC_KEYS | _PLAIN_SKIP
 try:
     from opentelemetry.trace import StatusCode as _StatusCode
 
@@ -175,7 +177,10 @@ def read_live_span(
     if type(op) is not str:
         return None
     role = _ROLE_OF_OP.get(op)
-    if role is None or not _GENERIC_KEYS.isdisjoint(a):
+    if role is None:
+        return None
+    plain = _GENERIC_OR_SKIP.isdisjoint(a)  # one pass over the keys for both questions, usually
+    if not plain and not _GENERIC_KEYS.isdisjoint(a):
         return None
     name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
     if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES:
@@ -188,7 +193,7 @@ def read_live_span(
     if (
         not options.capture_content
         and status_code is not _ERROR
-        and _PLAIN_SKIP.isdisjoint(a)
+        and plain
         and (role != "tool" or type(tool) is str)
     ):
         # The commonest span of all (no content, no error, a named tool): what the lines below
