@@ -116,15 +116,22 @@ class SdkSpans:
         try:
             parent = span._parent
             attrs = span._attributes._dict
+            name = span._name
         except AttributeError:
             parent = span.parent
             attrs = plain_attributes(span)
+            name = span.name
         if parent is None or (parent[2] if _CONTEXT_IS_TUPLE else parent.is_remote):
             return True
+        # may_root_by_attributes' answer for the commonest child spans, without its calls
         op = attrs.get("gen_ai.operation.name")
-        if op is not None and op in _CHILD_OPS and "openinference.span.kind" not in attrs:
-            return False  # a GenAI model or tool span, the commonest: may_root_by_attributes' answer
-        return may_root_by_attributes(span.name, attrs, False)
+        if op is None:
+            kind = attrs.get("openinference.span.kind")
+            if type(kind) is str and kind in _NEVER_ROOTS:  # an OpenInference model or tool span
+                return name.startswith("invoke_agent")  # what classify_start says of it
+        elif op in _CHILD_OPS and "openinference.span.kind" not in attrs:
+            return False  # a GenAI model or tool span
+        return may_root_by_attributes(name, attrs, False)
 
 
 def may_root_by_attributes(name: str, attrs: Mapping[str, Any], local_root: bool) -> bool:

@@ -11,6 +11,7 @@ every shape the readers tell apart, and on random trace trees.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import itertools
@@ -350,6 +351,26 @@ def test_live_openinference_reader_gives_the_readers_facts_or_declines() -> None
         _oi_span_shapes(),
         lambda attrs: {k: v for k, v in attrs.items() if k != "openinference.span.kind"},
     )
+
+
+def test_may_root_answers_as_the_table_of_keys() -> None:
+    """``SdkSpans.may_root`` (on the worker, for every ended span) answers the commonest child spans
+    without the general call: the same answer as :func:`may_root_by_attributes` for every shape,
+    GenAI and OpenInference, as a child span and as a local root."""
+    from otel_toolscore.core._sources import SDK_SPANS, may_root_by_attributes
+
+    provider = TracerProvider()
+    tracer = provider.get_tracer("plain")
+    answers = {True: 0, False: 0}
+    for name, attrs, _scope, _code, _msg, _event in itertools.chain(_span_shapes(), _oi_span_shapes()):
+        for child in (True, False):
+            with tracer.start_as_current_span("parent") if child else contextlib.nullcontext():
+                span = tracer.start_span(name, attributes=attrs)
+                span.end()
+            expected = not child or may_root_by_attributes(name, attrs, False)
+            assert SDK_SPANS.may_root(span) is expected, (name, attrs, child)
+            answers[expected] += 1
+    assert min(answers.values()) > 1000, answers
 
 
 def test_live_openinference_reader_declines_every_key_another_reader_reacts_to() -> None:
