@@ -112,7 +112,9 @@ class SdkSpans:
     @staticmethod
     def may_root(span: Any) -> bool:
         """Whether an ended span may be a run's root (:func:`may_root_by_attributes`). Runs on the
-        application's thread for every span: the SDK span's fields are read directly."""
+        worker for every span (on the application's thread when the queue is full): the SDK span's
+        fields are read directly."""
+        name: str
         try:
             parent = span._parent
             attrs = span._attributes._dict
