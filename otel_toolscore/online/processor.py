@@ -348,9 +348,13 @@ class ToolScoreSpanProcessor(SpanProcessor):
         worker; ``False`` then."""
         with self._core_lock:
             queue = self._queue
+            forwards = self._forwards
             done = True
             while queue:
-                if deadline is not None and deadline.expired:
+                if (deadline is not None and deadline.expired) or len(forwards) >= self._capacity:
+                    # out of time; or the worker is stuck handing spans on (a downstream that blocks):
+                    # what it has not handed on yet is capped at one queue's worth, the rest stays
+                    # queued (a full queue hands spans on from on_end, counted)
                     done = False
                     break
                 batch: list[Any] = []
@@ -376,6 +380,12 @@ class ToolScoreSpanProcessor(SpanProcessor):
         scored = self._score_queued(deadline)
         if self._stalled_at is not None and self._stalled_at == self._worker.progress:
             deadline = deadline.within(0.1)
+        while not scored and self._forwards and not deadline.expired:
+            # scoring stopped behind a queue's worth of spans the worker has yet to hand on
+            self._worker.wake()
+            time.sleep(0.002)
+            if len(self._forwards) < self._capacity:
+                scored = self._score_queued(deadline)
         ok = self._worker.wait_idle(deadline.instant)
         self._stalled_at = None if ok else self._worker.progress
         ok = scored and ok

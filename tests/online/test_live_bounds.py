@@ -379,13 +379,35 @@ def test_a_blocking_downstream_cannot_stretch_a_flush() -> None:
             run_scripted_agent(p.tracer, "a", "q", ["t"])
             worst = max(worst, time.perf_counter() - t0)
         assert worst < 1.0
-        # chat and tool spans go on from the application's thread; once the queue is full, roots too
-        # (unscored: the worker that would score them is stuck)
+        # once the queue is full, spans go on from the application's thread (roots unscored: the
+        # worker that would score them is stuck)
         assert downstream.ended >= 40 * 2
     finally:
         downstream.release.set()
     p.flush()
     assert _dropped(p, "span_queue_full") > 0
+    p.provider.shutdown()
+
+
+def test_flushes_behind_a_stuck_worker_hold_at_most_a_queue_of_spans() -> None:
+    """The worker hands every span on; stuck in a downstream's on_end, what it has not handed on
+    cannot grow with each flush (a flush scores the queue on its caller's thread): at most one
+    queue's worth is held, the rest stays queued and, the queue full, goes on from on_end, counted."""
+    downstream = _BlockingDownstream()
+    p = make_pipeline(downstream=downstream, expectations=[Expectation(expected_tool="t")], span_queue_size=64)
+    try:
+        run_scripted_agent(p.tracer, "a", "q", ["t"])
+        assert downstream.blocked.wait(5)
+        for _ in range(30):
+            for _ in range(20):
+                run_scripted_agent(p.tracer, "a", "q", ["t"])
+            p.processor.force_flush(20)
+            assert len(p.processor._forwards) <= 64
+        assert _dropped(p, "span_queue_full") > 0
+    finally:
+        downstream.release.set()
+    p.flush()
+    assert not p.processor._forwards
     p.provider.shutdown()
 
 
