@@ -20,7 +20,7 @@ from ..extract._fast_read import read_live_oi_span, read_live_span
 from ..extract._readers import AGENT_OPS, ROLE_OPS, may_have_facts
 from ..extract._records import has_events, plain_attributes
 
-__all__ = ["SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "may_root_by_attributes", "scored_copy"]
+__all__ = ["CONTEXT_IS_TUPLE", "SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "may_root_by_attributes", "scored_copy"]
 
 _log = logging.getLogger(__name__)
 
@@ -173,6 +173,8 @@ def _context_is_tuple() -> bool:
 
 
 _CONTEXT_IS_TUPLE = _context_is_tuple()
+#: for an adapter's hooks: ``parent[2]`` is the parent context's ``is_remote`` (no property call)
+CONTEXT_IS_TUPLE = _CONTEXT_IS_TUPLE
 SDK_SPANS = SdkSpans()
 
 

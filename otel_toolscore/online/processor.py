@@ -36,7 +36,19 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .._deadline import Deadline
 from .._workers import QueueWorker
-from ..core import END, HOLD, LOG, SDK_SPANS, START, Release, ScoredRun, StartContext, build_core, scored_copy
+from ..core import (
+    CONTEXT_IS_TUPLE,
+    END,
+    HOLD,
+    LOG,
+    SDK_SPANS,
+    START,
+    Release,
+    ScoredRun,
+    StartContext,
+    build_core,
+    scored_copy,
+)
 from ..expectations import EXPECTATION_CONTEXT as _CURRENT_EXPECTATION
 from ..expectations import Expectation
 from ..extract import ExtractOptions, SpanFacts
@@ -186,7 +198,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
                     parent = span._parent
                 except AttributeError:
                     parent = span.parent
-                if parent is None or parent.is_remote:
+                if parent is None or (parent[2] if CONTEXT_IS_TUPLE else parent.is_remote):
                     q.append((_START, span, self._root_context(parent_context)))
                 else:
                     exp = _CURRENT_EXPECTATION.get()
