@@ -8,7 +8,7 @@ raises on bad input: a value that should be JSON and is not is recorded in ``fac
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..run_records import ToolRecord
@@ -506,13 +506,22 @@ def openinference_inputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: Extra
     """An LLM span's flattened ``llm.input_messages.*`` keys: the request and the conversation so far
     (parsed only when a run needs them: see :func:`~._assemble.needs_inputs`)."""
     inputs: dict[int, dict[str, Any]] = {}
-    for key, val in attrs.items():
-        if not key.startswith("llm.input_messages."):
+    for key, name in _string_keys(attrs):
+        if not name.startswith("llm.input_messages."):
             continue
-        if m := _OI_MESSAGE.match(key):
-            inputs.setdefault(int(m.group(2)), {})[m.group(3)] = val
+        if m := _OI_MESSAGE.match(name):
+            inputs.setdefault(int(m.group(2)), {})[m.group(3)] = plain(attrs[key], 1)
     if inputs:
         _absorb_history(facts, parse_messages(_oi_messages(inputs), opts.max_calls_per_run), opts)
+
+
+def _string_keys(attrs: Mapping[str, Any]) -> Iterator[tuple[Any, str]]:
+    """(key, key as a string) of an attribute mapping, in its order: a parser given the whole mapping
+    (:data:`~._facts.KEYED_PARSERS`) picks the keys it reads and makes plain only their values, where
+    ``plain`` of the mapping would decode and copy every value the span holds (``plain`` of a mapping
+    names each key ``str(key)`` and its values one level down: the same here)."""
+    for key in attrs.keys():  # noqa: SIM118 - a decoded span's keys() keeps its order, iter() does not
+        yield key, key if type(key) is str else str(key)
 
 
 def has_openinference_inputs(attrs: Mapping[str, Any]) -> bool:
@@ -574,12 +583,12 @@ def traceloop_indexed(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractO
     prompt: dict[int, dict[str, Any]] = {}
     completion: dict[int, dict[str, Any]] = {}
     funcs: dict[int, dict[str, Any]] = {}
-    for key, val in attrs.items():
-        if m := _TL_INDEXED.match(key):
+    for key, name in _string_keys(attrs):
+        if m := _TL_INDEXED.match(name):
             side = prompt if m.group(1) == "prompt" else completion
-            side.setdefault(int(m.group(2)), {})[m.group(3)] = val
-        elif m := _TL_FUNCS.match(key):
-            funcs.setdefault(int(m.group(1)), {})[m.group(2)] = val
+            side.setdefault(int(m.group(2)), {})[m.group(3)] = plain(attrs[key], 1)
+        elif m := _TL_FUNCS.match(name):
+            funcs.setdefault(int(m.group(1)), {})[m.group(2)] = plain(attrs[key], 1)
 
     def messages(side: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
         out = []
@@ -786,7 +795,7 @@ def langchain_tool_message_id(facts: SpanFacts, value: Any, opts: ExtractOptions
 INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
 PARSER_KEYS[io_value_input] = ("input.value", "traceloop.entity.input")
 TEXT_PARSERS.update({io_value_output, mastra_agent_output})
-KEYED_PARSERS.add(openinference_outputs)
+KEYED_PARSERS.update({openinference_outputs, openinference_inputs, traceloop_indexed})
 # answers only: they fill requested calls, the answer's text, tool definitions and results not yet
 # known, never the request or the history (log events, whole-conversation dumps, ADK requests and
 # the framework parsers may: a span with one of those parses its inputs in order, at once)

@@ -17,7 +17,7 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._otlp_views import OtlpEvent, OtlpResource, OtlpScope, OtlpSpan
+from ._otlp_views import OtlpEvent, OtlpResource, OtlpScope, OtlpSpan, status_of
 from ._records import LogRecordView, SpanRecord
 
 __all__ = ["OtlpJsonError", "log_views_from_json", "span_records_from_json", "span_views_from_json"]
@@ -204,51 +204,128 @@ def span_records_from_json(doc: Mapping[str, Any]) -> Iterator[SpanRecord]:
 def span_views_from_json(doc: Mapping[str, Any]) -> Iterator[OtlpSpan]:
     """The spans of one OTLP/JSON ``ExportTraceServiceRequest`` document as views
     (:class:`~._otlp_views.OtlpSpan`: what the table-driven readers read directly), with the fields
-    and checks of :func:`span_records_from_json`; the resource and scope of a group are shared."""
-    last_res: Any = None
-    last_scope: tuple[Any, str | None] = (None, None)
+    and checks of :func:`span_records_from_json`; the resource and scope of a group are shared.
+
+    Each view's slots are filled directly (one view per span read): the spelling OTLP/HTTP writes —
+    camelCase keys, numbers for enums, decimal strings or numbers for times, hex ids — is read with
+    a look-up each, an id repeated from the span before (its trace, its parent) is not decoded
+    again, and anything else takes the general helpers (``tests/extract/test_otlp_json_views.py``
+    holds both ways to :func:`span_records_from_json`)."""
     resource = OtlpResource(attributes=_EMPTY)
-    scope: OtlpScope | None = None
-    for res_attrs, scope_name, sp in _scoped(
-        doc, ("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"), "span"
-    ):
-        if res_attrs is not last_res:
-            last_res = res_attrs
-            resource = OtlpResource(attributes=res_attrs)
-        if last_scope[0] is not res_attrs or last_scope[1] != scope_name:
-            last_scope = (res_attrs, scope_name)
-            scope = OtlpScope(scope_name) if scope_name else None
-        status = sp.get("status")
-        if type(status) is not dict:
-            status = _EMPTY
-        raw_events = _list(sp, "events", "events")
-        events: tuple[OtlpEvent, ...] = ()
-        if raw_events:
-            built = []
-            for ev in raw_events:
-                if type(ev) is not dict:
-                    raise OtlpJsonError("a span event is not an object")
-                built.append(OtlpEvent(
-                    str(ev.get("name", "")),
-                    attributes_json(ev.get("attributes")),
-                    _int(_get(ev, "timeUnixNano", "time_unix_nano")),
-                ))
-            events = tuple(built)
-        yield OtlpSpan(
-            str(sp.get("name", "")),
-            attributes_json(sp.get("attributes")),
-            _id(_get(sp, "traceId", "trace_id"), 16) or "0" * 32,
-            _id(_get(sp, "spanId", "span_id"), 8) or "0" * 16,
-            _id(_get(sp, "parentSpanId", "parent_span_id"), 8),
-            kind=_KIND_NUMBERS[_enum(sp.get("kind"), _KINDS, "SPAN_KIND_", "UNSPECIFIED")],
-            start_time=_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano")),
-            end_time=_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
-            status_code=_STATUS_NUMBERS[_enum(status.get("code"), _STATUSES, "STATUS_CODE_", "UNSET")],
-            status_message=status.get("message") or None,
-            events=events,
-            scope=scope,
-            resource=resource,
-        )
+    tids: dict[str, str | None] = {}
+    ids: dict[str, str | None] = {}
+    for res in _list(doc, "resourceSpans", "resource_spans"):
+        if type(res) is not dict:
+            raise OtlpJsonError("a resourceSpans item is not an object")
+        res_doc = res.get("resource")
+        res_attrs = attributes_json(res_doc.get("attributes")) if type(res_doc) is dict else {}
+        resource = OtlpResource(attributes=res_attrs)
+        last_scope: tuple[bool, str | None] = (False, None)
+        scope: OtlpScope | None = None
+        for sc in _list(res, "scopeSpans", "scope_spans"):
+            if type(sc) is not dict:
+                raise OtlpJsonError("a scopeSpans item is not an object")
+            scope_doc = sc.get("scope")
+            scope_name = (scope_doc.get("name") or None) if type(scope_doc) is dict else None
+            if not last_scope[0] or last_scope[1] != scope_name:
+                last_scope = (True, scope_name)
+                scope = OtlpScope(scope_name) if scope_name else None
+            for sp in _list(sc, "spans", "spans"):
+                if type(sp) is not dict:
+                    raise OtlpJsonError("a span is not an object")
+                yield _span_view(sp, scope, resource, tids, ids)
+
+
+_new = object.__new__
+_UNSET_STATUS = status_of(0, None)
+
+
+def _span_view(
+    sp: dict[str, Any], scope: OtlpScope | None, resource: OtlpResource, tids: dict[str, str | None], ids: dict[str, str | None]
+) -> OtlpSpan:
+    """The view of one OTLP/JSON span (see :func:`span_views_from_json`); ``tids`` / ``ids``: a raw
+    trace id / span id → its hex, for the ids of the spans just read."""
+    view: OtlpSpan = _new(OtlpSpan)
+    raw_events = sp.get("events")  # read first, as the general path does (the first error named is the same)
+    if raw_events is not None and not isinstance(raw_events, list):
+        raise OtlpJsonError(f"events is a {type(raw_events).__name__}, not a list")
+    if raw_events:
+        built = []
+        for ev in raw_events:
+            if type(ev) is not dict:
+                raise OtlpJsonError("a span event is not an object")
+            built.append(OtlpEvent(
+                str(ev.get("name", "")),
+                attributes_json(ev.get("attributes")),
+                _int(_get(ev, "timeUnixNano", "time_unix_nano")),
+            ))
+        view._events = tuple(built)
+    else:
+        view._events = ()
+    name = sp.get("name", "")
+    view._name = name if type(name) is str else str(name)
+    kvs = sp.get("attributes")
+    view._dict = attributes_json(kvs) if kvs else {}
+    raw = sp.get("traceId")
+    if raw is None:
+        raw = sp.get("trace_id")
+    tid = tids.get(raw, _MISSING) if type(raw) is str else _MISSING
+    if tid is _MISSING:
+        tid = _id(raw, 16)
+        if type(raw) is str:
+            if len(tids) > 64:
+                tids.clear()
+            tids[raw] = tid
+    raw = sp.get("spanId")
+    if raw is None:
+        raw = sp.get("span_id")
+    sid = ids.get(raw, _MISSING) if type(raw) is str else _MISSING
+    if sid is _MISSING:
+        sid = _id(raw, 8)
+        if type(raw) is str:
+            if len(ids) > 64:
+                ids.clear()
+            ids[raw] = sid
+    raw = sp.get("parentSpanId")
+    if raw is None:
+        raw = sp.get("parent_span_id")
+    pid = ids.get(raw, _MISSING) if type(raw) is str else _MISSING
+    if pid is _MISSING:
+        pid = _id(raw, 8)
+    view.trace_hex = tid or _NO_TRACE  # type: ignore[assignment]
+    view.span_hex = sid or _NO_SPAN  # type: ignore[assignment]
+    view.parent_hex = pid  # type: ignore[assignment]
+    kind = sp.get("kind")
+    view._kind = kind if type(kind) is int and 0 <= kind < 6 else _KIND_NUMBERS[_enum(kind, _KINDS, "SPAN_KIND_", "UNSPECIFIED")]
+    start = sp.get("startTimeUnixNano")
+    if start is None:
+        start = sp.get("start_time_unix_nano")
+    view._start_time = _int(start)
+    end = sp.get("endTimeUnixNano")
+    if end is None:
+        end = sp.get("end_time_unix_nano")
+    view._end_time = _int(end)
+    status = sp.get("status")
+    if type(status) is dict and status:
+        code = status.get("code")
+        number = code if type(code) is int and 0 <= code < 3 else _STATUS_NUMBERS[_enum(code, _STATUSES, "STATUS_CODE_", "UNSET")]
+        message = status.get("message") or None
+        view._status = status_of(number, message)
+        view.status_message = message
+    else:
+        view._status = _UNSET_STATUS
+        view.status_message = None
+    view._instrumentation_scope = scope
+    view.resource = resource
+    view.trace_id = 0
+    view.parent_remote = None
+    view.wire = None
+    return view
+
+
+_MISSING: Any = object()
+_NO_TRACE = "0" * 32
+_NO_SPAN = "0" * 16
 
 
 _KIND_NUMBERS = {name: n for n, name in enumerate(_KINDS)}

@@ -280,10 +280,14 @@ def extract_runs_with_report(
     appear in the input. ``progress`` hears about each file as it is read (the command line's bars).
     """
     report = ExtractionReport()
-    with full_collections_held():
+    with full_collections_held():  # the sort too: its keys' allocations would start a full pass over every run
         found = list(_runs(source, options, report, DEFAULT_IDLE_RECORDS, DEFAULT_MAX_OPEN_TRACES, progress))
-    found.sort(key=lambda item: (item[0], item[1]))
-    return [run for _, _, run in found], report
+        found.sort(key=_input_order)
+        return [run for _, _, run in found], report
+
+
+def _input_order(item: tuple[int, int, AgentRun]) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 def extract_runs(source: Any, options: ExtractOptions | None = None) -> list[AgentRun]:
