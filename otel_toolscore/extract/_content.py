@@ -223,6 +223,10 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
 
 # -- OpenInference --------------------------------------------------------------------------------
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+_OI_INPUT_PREFIX = "llm.input_messages."
+#: What lets two keys name one message field: an index in two spellings (``01`` and ``1``, digits of
+#: another script), a line break (``$`` matches before a final one)
+_NON_CANONICAL_INDEX = re.compile(r"\.0\d|[^\x00-\x7f]|\n")
 _OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
 _OI_CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
 
@@ -505,10 +509,20 @@ def openinference_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: Extr
 def openinference_inputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOptions) -> None:
     """An LLM span's flattened ``llm.input_messages.*`` keys: the request and the conversation so far
     (parsed only when a run needs them: see :func:`~._assemble.needs_inputs`)."""
+    # the keys in no set order (a decoded span's key set: its own order is read from its bytes),
+    # unless two keys could name one message field (an index written "01" or in other digits, a key
+    # that is no string): then the last of them in the span's order wins, so that order is followed
+    picked: list[tuple[Any, str]] | None = []
+    for key in attrs:
+        if type(key) is not str or (key.startswith(_OI_INPUT_PREFIX) and _NON_CANONICAL_INDEX.search(key)):
+            picked = None
+            break
+        if key.startswith(_OI_INPUT_PREFIX):
+            picked.append((key, key))  # type: ignore[union-attr]
+    if picked is None:
+        picked = [(key, name) for key, name in _string_keys(attrs) if name.startswith(_OI_INPUT_PREFIX)]
     inputs: dict[int, dict[str, Any]] = {}
-    for key, name in _string_keys(attrs):
-        if not name.startswith("llm.input_messages."):
-            continue
+    for key, name in picked:
         if m := _OI_MESSAGE.match(name):
             inputs.setdefault(int(m.group(2)), {})[m.group(3)] = plain(attrs[key], 1)
     if inputs:

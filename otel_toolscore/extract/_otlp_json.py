@@ -246,7 +246,7 @@ def _span_view(
     """The view of one OTLP/JSON span (see :func:`span_views_from_json`); ``tids`` / ``ids``: a raw
     trace id / span id → its hex, for the ids of the spans just read."""
     view: OtlpSpan = _new(OtlpSpan)
-    raw_events = sp.get("events")  # read first, as the general path does (the first error named is the same)
+    raw_events = sp.get("events")  # in the order span_records_from_json reads them (the first error named is the same)
     if raw_events is not None and not isinstance(raw_events, list):
         raise OtlpJsonError(f"events is a {type(raw_events).__name__}, not a list")
     if raw_events:
@@ -262,10 +262,6 @@ def _span_view(
         view._events = tuple(built)
     else:
         view._events = ()
-    name = sp.get("name", "")
-    view._name = name if type(name) is str else str(name)
-    kvs = sp.get("attributes")
-    view._dict = attributes_json(kvs) if kvs else {}
     raw = sp.get("traceId")
     if raw is None:
         raw = sp.get("trace_id")
@@ -295,8 +291,12 @@ def _span_view(
     view.trace_hex = tid or _NO_TRACE  # type: ignore[assignment]
     view.span_hex = sid or _NO_SPAN  # type: ignore[assignment]
     view.parent_hex = pid  # type: ignore[assignment]
+    name = sp.get("name", "")
+    view._name = name if type(name) is str else str(name)
     kind = sp.get("kind")
     view._kind = kind if type(kind) is int and 0 <= kind < 6 else _KIND_NUMBERS[_enum(kind, _KINDS, "SPAN_KIND_", "UNSPECIFIED")]
+    kvs = sp.get("attributes")
+    view._dict = attributes_json(kvs) if kvs else {}
     start = sp.get("startTimeUnixNano")
     if start is None:
         start = sp.get("start_time_unix_nano")
