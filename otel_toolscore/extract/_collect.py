@@ -65,7 +65,8 @@ class Collector(Generic[R]):
         self.max_open = max(1, max_open)
         self.facts: dict[str, list[SpanFacts]] = {}
         self.parents: dict[str, dict[str, str | None]] = {}
-        self.fact_report: dict[int, R] = {}
+        #: trace id → the source report of each of its facts (in the order of ``facts``)
+        self.fact_reports: dict[str, list[R]] = {}
         self.rooted: set[str] = set()
         #: trace id → record count when it was last seen, least recently seen first
         self.last_seen: OrderedDict[str, int] = OrderedDict()
@@ -129,8 +130,17 @@ class Collector(Generic[R]):
         f.materialize(self.options, defer_inputs=True)
         if not f.deferred or not any(type(v) is InSpan for _, v in f.deferred):
             f.holder = None  # nothing left to read from the span: the trace holds its facts alone
-        self.facts.setdefault(trace_id, []).append(f)
-        self.fact_report[id(f)] = report
+        self._add(trace_id, f, report)
+
+    def _add(self, trace_id: str, f: SpanFacts, report: R) -> None:
+        """``f`` joins its trace, with the report of the source it came from."""
+        held = self.facts.get(trace_id)
+        if held is None:
+            self.facts[trace_id] = [f]
+            self.fact_reports[trace_id] = [report]
+        else:
+            held.append(f)
+            self.fact_reports[trace_id].append(report)
 
     def log(self, view: Any, report: R) -> None:
         report.logs_read += 1
@@ -151,8 +161,7 @@ class Collector(Generic[R]):
         report.logs_with_facts += 1
         f.materialize(self.options)
         self._touch(f.trace_id, report)
-        self.facts.setdefault(f.trace_id, []).append(f)
-        self.fact_report[id(f)] = report
+        self._add(f.trace_id, f, report)
 
     def complete(self) -> Iterator[tuple[int, int, AgentRun]]:
         """Runs of the traces complete so far: (first-seen position, index in trace, run).
@@ -194,12 +203,12 @@ class Collector(Generic[R]):
         self.rooted.discard(trace_id)
         parents = self.parents.pop(trace_id, {})
         facts = self.facts.pop(trace_id, None)
+        reports: list[R | None] = self.fact_reports.pop(trace_id, [])  # type: ignore[assignment]
         pos = self.first_seen.pop(trace_id, 0)
         if not facts:
             self.trace_sources.pop(trace_id, None)  # only traces with facts are named
             return
         self.traces_done += 1
-        reports = [self.fact_report.pop(id(f), None) for f in facts]
         try:
             trace_runs = assemble_records(facts, parents, options=self.options)
         except Exception as exc:

@@ -168,9 +168,14 @@ class OtlpAttributes(Mapping[str, Any]):
     def get(self, key: str, default: Any = None) -> Any:
         if key not in self._keys:
             return default
-        value = self._values.get(key, _MISSING)
+        values = self._values
+        value = values.get(key, _MISSING)
         if value is _MISSING:
-            value = self._values[key] = any_value(self._table[key])
+            message = self._table[key]
+            # most values are strings: a non-empty one is the value set (one field of a oneof), read
+            # without asking which field is set; anything else as any_value reads it
+            value = message.string_value or any_value(message)
+            values[key] = value
         return value
 
     def __getitem__(self, key: str) -> Any:
@@ -476,15 +481,20 @@ def span_views(groups: Iterable[tuple[Any, Any, Iterable[tuple[bytes, Any]]]]) -
     trace or span id reads as all zeros)."""
     last_rs: Any = None
     resource: OtlpResource | None = None
+    last_trace: bytes | None = None
+    trace_hex = _NO_TRACE
     for rs, ss, spans in groups:
         if rs is not last_rs:
             last_rs = rs
             resource = OtlpResource(rs.resource, schema_url=rs.schema_url or None)
         scope = scope_view(ss.scope, ss.schema_url)
         for raw, sp in spans:
+            trace = sp.trace_id
+            if trace != last_trace:  # the spans of a trace mostly come together: its id decoded once
+                last_trace = trace
+                trace_hex = _hex(trace, 32) or _NO_TRACE
             yield lean_span_view(
-                raw, _hex(sp.trace_id, 32) or _NO_TRACE, _hex(sp.span_id, 16) or _NO_SPAN, _hex(sp.parent_span_id, 16),
-                sp, scope, resource,
+                raw, trace_hex, _hex(sp.span_id, 16) or _NO_SPAN, _hex(sp.parent_span_id, 16), sp, scope, resource,
             )
 
 
