@@ -101,21 +101,25 @@ class Collector(Generic[R]):
         report.spans_read += 1
         if self.progress is not None and not report.spans_read & PROGRESS_EVERY:
             self.progress(report, False)
-        if isinstance(item, OtlpSpan):
-            trace_id, span_id, parent_id = item.trace_hex, item.span_hex, item.parent_hex
+        view = type(item) is OtlpSpan or isinstance(item, OtlpSpan)
+        if view:
+            trace_id, span_id, parent_id = item.trace_hex, item.span_hex, item.parent_hex  # type: ignore[union-attr]
         else:
-            trace_id, span_id, parent_id = item.trace_id, item.span_id, item.parent_span_id
+            trace_id, span_id, parent_id = item.trace_id, item.span_id, item.parent_span_id  # type: ignore[union-attr]
         if self.done and self._late(trace_id, report):
             return
         self._touch(trace_id, report)
-        self.parents.setdefault(trace_id, {})[span_id] = parent_id
+        parents = self.parents.get(trace_id)
+        if parents is None:
+            parents = self.parents[trace_id] = {}
+        parents[span_id] = parent_id
         if parent_id is None:
             self.rooted.add(trace_id)
         try:
-            if isinstance(item, OtlpSpan):
-                f = read_view(item, self.options, (trace_id, span_id, parent_id))
+            if view:
+                f = read_view(item, self.options, (trace_id, span_id, parent_id))  # type: ignore[arg-type]
             else:
-                f = read_span(item, self.options)
+                f = read_span(item, self.options)  # type: ignore[arg-type]
         except Exception as exc:  # a reader must never stop the file
             name = item.name
             report.problem(f"span {span_id} ({name!r}): reader failed: {type(exc).__name__}: {exc}")
@@ -128,7 +132,7 @@ class Collector(Generic[R]):
         # input (the request and history: its own strings, bounded by max_deferred_chars per span),
         # parsed only for a run that needs it (see materialize)
         f.materialize(self.options, defer_inputs=True)
-        if not f.deferred or not any(type(v) is InSpan for _, v in f.deferred):
+        if f.holder is not None and not _reads_span(f.deferred):
             f.holder = None  # nothing left to read from the span: the trace holds its facts alone
         self._add(trace_id, f, report)
 
@@ -234,6 +238,14 @@ class Collector(Generic[R]):
         for i, run in enumerate(trace_runs):
             self.runs_out += 1
             yield pos, i, run.to_model()
+
+
+def _reads_span(deferred: Sequence[tuple[Any, Any]]) -> bool:
+    """Whether input content left for later waits in the span it was read from."""
+    for _, value in deferred:
+        if type(value) is InSpan:
+            return True
+    return False
 
 
 def stitch(trace_runs: list[RunRecord], facts: list[SpanFacts], loops: list[RunRecord], options: ExtractOptions) -> bool:

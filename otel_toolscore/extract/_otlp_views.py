@@ -275,7 +275,7 @@ class OtlpResource:
         attrs = self._attributes
         if attrs is None:
             message, self._message = self._message, None
-            attrs = self._attributes = {kv.key: any_value(kv.value) for kv in message.attributes} if message else {}
+            attrs = self._attributes = _values_of(message.attributes) if message else {}
         return attrs
 
 
@@ -428,9 +428,17 @@ class OtlpSpan:
 
 
 def _event_views(events: Any) -> tuple[OtlpEvent, ...]:
-    return tuple(
-        OtlpEvent(e.name, {kv.key: any_value(kv.value) for kv in e.attributes}, e.time_unix_nano) for e in events
-    )
+    return tuple(OtlpEvent(e.name, _values_of(e.attributes), e.time_unix_nano) for e in events)
+
+
+def _values_of(kvs: Any) -> dict[str, Any]:
+    """Decoded ``KeyValue`` s as a dict, as :func:`~._records.any_value` reads each value (a
+    non-empty string is the value set: read without asking which field is set)."""
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        value = kv.value
+        out[kv.key] = value.string_value or any_value(value)
+    return out
 
 
 _new = object.__new__

@@ -308,3 +308,65 @@ def test_the_corpus_reads_the_same_with_keyed_parsers_given_plain_copies(monkeyp
     )
     assert [[r.model_dump() for r in extract_runs(s)] for s in sources] == fast
     assert sum(map(len, fast)) > 300
+
+
+# -- decoded protobuf values ---------------------------------------------------------------------------
+def _random_any(rng: random.Random, depth: int = 0) -> AnyValue:
+    roll = rng.randrange(9 if depth < 2 else 6)
+    if roll == 0:
+        return AnyValue(string_value=rng.choice(["", "x", "ünï", "0"]))
+    if roll == 1:
+        return AnyValue(int_value=rng.choice([0, 1, -5, 2**62]))
+    if roll == 2:
+        return AnyValue(bool_value=rng.random() < 0.5)
+    if roll == 3:
+        return AnyValue(double_value=rng.choice([0.0, 1.5, -2.0]))
+    if roll == 4:
+        return AnyValue(bytes_value=rng.choice([b"", b"\x00", b"raw"]))
+    if roll == 5:
+        return AnyValue()  # nothing set
+    if roll == 6:
+        out = AnyValue()
+        out.array_value.values.extend(_random_any(rng, depth + 1) for _ in range(rng.randrange(3)))
+        return out
+    out = AnyValue()
+    out.kvlist_value.values.extend(
+        KeyValue(key=f"k{i}", value=_random_any(rng, depth + 1)) for i in range(rng.randrange(3))
+    )
+    return out
+
+
+def test_decoded_values_read_as_any_value_reads_them() -> None:
+    """A string read without asking which field is set (the span's table, events, the resource)
+    gives what ``any_value`` gives for every kind of value, the empty and zero ones included."""
+    from otel_toolscore.extract._otlp_views import _values_of
+    from otel_toolscore.extract._records import any_value
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        kvs = [KeyValue(key=rng.choice("abcde"), value=_random_any(rng)) for _ in range(rng.randrange(6))]
+        raw = Span(attributes=kvs).SerializeToString()
+        table = OtlpAttributes(LEAN_SPAN.FromString(raw).attributes, raw)
+        want = {kv.key: any_value(kv.value) for kv in kvs}
+        assert _values_of(kvs) == want
+        assert {k: table.get(k) for k in want} == want and dict(table.items()) == want
+        assert list(table.keys()) == list(want)
+
+
+def test_span_views_decode_each_span_ids() -> None:
+    """Spans of several traces, in a row and interleaved: each view names its own trace (its id is
+    decoded once for the spans of a trace in a row)."""
+    from otel_toolscore.extract._otlp_views import span_views
+    from otel_toolscore.extract._records import _hex
+    from otel_toolscore.extract._streams import LEAN_RESOURCE_SPANS
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
+    rng = random.Random(3)
+    traces = [b"", b"\x00" * 16, *(bytes(rng.randrange(256) for _ in range(16)) for _ in range(3)), b"\x01" * 8]
+    for _ in range(200):
+        spans = [Span(trace_id=rng.choice(traces), span_id=bytes(rng.randrange(256) for _ in range(8)), name="s")
+                 for _ in range(rng.randrange(1, 12))]
+        rs = LEAN_RESOURCE_SPANS.FromString(ResourceSpans(scope_spans=[ScopeSpans(spans=spans)]).SerializeToString())
+        groups = [(rs, ss, [(raw, LEAN_SPAN.FromString(raw)) for raw in ss.spans]) for ss in rs.scope_spans]
+        got = [(v.trace_hex, v.span_hex) for v in span_views(groups)]
+        assert got == [(_hex(sp.trace_id, 32) or "0" * 32, _hex(sp.span_id, 16) or "0" * 16) for sp in spans]
