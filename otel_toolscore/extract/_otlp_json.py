@@ -288,9 +288,9 @@ def _span_view(
     pid = ids.get(raw, _MISSING) if type(raw) is str else _MISSING
     if pid is _MISSING:
         pid = _id(raw, 8)
-    view.trace_hex = tid or _NO_TRACE  # type: ignore[assignment]
-    view.span_hex = sid or _NO_SPAN  # type: ignore[assignment]
-    view.parent_hex = pid  # type: ignore[assignment]
+    view.trace_hex = tid or _NO_TRACE
+    view.span_hex = sid or _NO_SPAN
+    view.parent_hex = pid
     name = sp.get("name", "")
     view._name = name if type(name) is str else str(name)
     kind = sp.get("kind")

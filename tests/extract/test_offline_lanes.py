@@ -356,10 +356,11 @@ def test_decoded_values_read_as_any_value_reads_them() -> None:
 def test_span_views_decode_each_span_ids() -> None:
     """Spans of several traces, in a row and interleaved: each view names its own trace (its id is
     decoded once for the spans of a trace in a row)."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
     from otel_toolscore.extract._otlp_views import span_views
     from otel_toolscore.extract._records import _hex
     from otel_toolscore.extract._streams import LEAN_RESOURCE_SPANS
-    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 
     rng = random.Random(3)
     traces = [b"", b"\x00" * 16, *(bytes(rng.randrange(256) for _ in range(16)) for _ in range(3)), b"\x01" * 8]
