@@ -241,8 +241,9 @@ class Collector(Generic[R]):
 
 
 def _reads_span(deferred: Sequence[tuple[Any, Any]]) -> bool:
-    """Whether input content left for later waits in the span it was read from."""
-    for _, value in deferred:
+    """Whether input content left for later waits in the span it was read from (a loop, not
+    ``any()`` of a generator: this runs for every span read)."""
+    for _, value in deferred:  # noqa: SIM110
         if type(value) is InSpan:
             return True
     return False
