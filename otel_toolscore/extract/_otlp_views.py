@@ -179,9 +179,14 @@ class OtlpAttributes(Mapping[str, Any]):
         return value
 
     def __getitem__(self, key: str) -> Any:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
+        if key not in self._keys:
             raise KeyError(key)
+        values = self._values
+        value = values.get(key, _MISSING)
+        if value is _MISSING:  # as get() decodes it (inline: root attributes read each key this way)
+            message = self._table[key]
+            value = message.string_value or any_value(message)
+            values[key] = value
         return value
 
     def __contains__(self, key: object) -> bool:
