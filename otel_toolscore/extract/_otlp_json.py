@@ -209,7 +209,7 @@ def span_views_from_json(doc: Mapping[str, Any]) -> Iterator[OtlpSpan]:
     Each view's slots are filled directly (one view per span read): the spelling OTLP/HTTP writes —
     camelCase keys, numbers for enums, decimal strings or numbers for times, hex ids — is read with
     a look-up each, an id repeated from the span before (its trace, its parent) is not decoded
-    again, and anything else takes the general helpers (``tests/extract/test_otlp_json_views.py``
+    again, and anything else takes the general helpers (``tests/extract/test_offline_lanes.py``
     holds both ways to :func:`span_records_from_json`)."""
     resource = OtlpResource(attributes=_EMPTY)
     tids: dict[str, str | None] = {}
