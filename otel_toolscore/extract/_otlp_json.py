@@ -265,23 +265,11 @@ def _span_view(
     raw = sp.get("traceId")
     if raw is None:
         raw = sp.get("trace_id")
-    tid = tids.get(raw, _MISSING) if type(raw) is str else _MISSING
-    if tid is _MISSING:
-        tid = _id(raw, 16)
-        if type(raw) is str:
-            if len(tids) > 64:
-                tids.clear()
-            tids[raw] = tid
+    tid = _remembered_id(tids, raw, 16)
     raw = sp.get("spanId")
     if raw is None:
         raw = sp.get("span_id")
-    sid = ids.get(raw, _MISSING) if type(raw) is str else _MISSING
-    if sid is _MISSING:
-        sid = _id(raw, 8)
-        if type(raw) is str:
-            if len(ids) > 64:
-                ids.clear()
-            ids[raw] = sid
+    sid = _remembered_id(ids, raw, 8)
     raw = sp.get("parentSpanId")
     if raw is None:
         raw = sp.get("parent_span_id")
@@ -321,6 +309,20 @@ def _span_view(
     view.parent_remote = None
     view.wire = None
     return view
+
+
+def _remembered_id(seen: dict[str, str | None], raw: Any, size: int) -> str | None:
+    """:func:`_id` of ``raw``, remembered in ``seen`` (the last few dozen): a trace's spans repeat its
+    id, and a parent's id is a span id read just before."""
+    if type(raw) is not str:
+        return _id(raw, size)
+    got = seen.get(raw, _MISSING)
+    if got is _MISSING:
+        got = _id(raw, size)
+        if len(seen) > 64:
+            seen.clear()
+        seen[raw] = got
+    return got  # type: ignore[no-any-return]
 
 
 _MISSING: Any = object()
