@@ -17,7 +17,7 @@ import binascii
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._otlp_views import OtlpEvent, OtlpResource, OtlpScope, OtlpSpan, status_of
+from ._otlp_views import OtlpEvent, OtlpResource, OtlpScope, OtlpSpan, placed, status_of
 from ._records import LogRecordView, SpanRecord
 
 __all__ = ["OtlpJsonError", "log_views_from_json", "span_records_from_json", "span_views_from_json"]
@@ -303,12 +303,7 @@ def _span_view(
     else:
         view._status = _UNSET_STATUS
         view.status_message = None
-    view._instrumentation_scope = scope
-    view.resource = resource
-    view.trace_id = 0
-    view.parent_remote = None
-    view.wire = None
-    return view
+    return placed(view, scope, resource)
 
 
 def _remembered_id(seen: dict[str, str | None], raw: Any, size: int) -> str | None:

@@ -480,6 +480,12 @@ def lean_span_view(
         view.status_message = None
     events = message.events
     view._events = _event_views(events) if events else ()
+    return placed(view, scope, resource)
+
+
+def placed(view: OtlpSpan, scope: OtlpScope | None, resource: OtlpResource | None) -> OtlpSpan:
+    """``view`` with its scope and resource, and the fields only the service fills left empty: the
+    last step of every decoder that builds a span view slot by slot."""
     view._instrumentation_scope = scope
     view.resource = resource
     view.trace_id = 0

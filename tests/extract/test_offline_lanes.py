@@ -30,6 +30,7 @@ from otel_toolscore.extract._facts import KEYED_PARSERS, SpanFacts
 from otel_toolscore.extract._otlp_json import OtlpJsonError, span_records_from_json, span_views_from_json
 from otel_toolscore.extract._otlp_views import LEAN_SPAN, OtlpAttributes
 from otel_toolscore.extract._values import plain
+from otel_toolscore.service._wire import _any_value  # the values of the spans built here, as the service encodes them
 
 KINDS = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 STATUSES = ("UNSET", "OK", "ERROR")
@@ -193,20 +194,8 @@ def test_json_views_read_the_corpus_as_the_records_do() -> None:
 
 
 # -- keyed parsers on a decoded span's key table -------------------------------------------------------
-def _any(value: Any) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, list):
-        out = AnyValue()
-        out.array_value.values.extend(_any(v) for v in value)
-        return out
-    return AnyValue(string_value=str(value))
-
-
 def _decoded(pairs: list[tuple[str, Any]]) -> OtlpAttributes:
-    raw = Span(attributes=[KeyValue(key=k, value=_any(v)) for k, v in pairs]).SerializeToString()
+    raw = Span(attributes=[KeyValue(key=k, value=_any_value(v)) for k, v in pairs]).SerializeToString()
     return OtlpAttributes(LEAN_SPAN.FromString(raw).attributes, raw)
 
 
