@@ -424,12 +424,31 @@ class ToolScoreSpanProcessor(SpanProcessor):
             _log.debug("otel-toolscore shutdown failed", exc_info=True)
         self._stopped = True
         short = deadline.within(0.1 if self._stalled_at is not None else 5.0)
-        self._worker.stop(short.instant)
+        if self._worker.stop(short.instant):
+            self._hand_on_left()
         self.outputs.stop(short.instant)
         with contextlib.suppress(Exception):
             atexit.unregister(self._atexit)
         if self._downstream is not None:
             _call_within(deadline, self._downstream.shutdown)
+
+    def _hand_on_left(self) -> None:
+        """Once the worker has ended: what is still queued — a span whose end was queued as the
+        worker stopped (its ``on_end`` saw the processor running) — and still to be handed on goes
+        on as it is (nothing scores it any more), so the downstream loses no span to the race."""
+        self._hand_on()
+        downstream = self._downstream
+        queue = self._queue
+        while queue:
+            try:
+                item = queue.popleft()
+            except IndexError:
+                break
+            if downstream is not None and (item[0] == _END or item[0] == _HOLD):
+                try:
+                    downstream.on_end(item[1])
+                except Exception:
+                    self._app_counts.add("downstream_error")
 
     def wait_for_queue_room(self, timeout_s: float = 5.0) -> bool:
         """Block until the span queue is at most half full, or ``timeout_s`` passes (``False``).

@@ -360,6 +360,27 @@ def test_spans_reach_the_downstream_from_the_worker_in_end_order() -> None:
     assert (down.seen[-1][0], down.seen[-1][2]) == ("late", app)
 
 
+def test_a_span_queued_as_the_worker_stops_is_still_handed_on() -> None:
+    """A span whose on_end saw the processor running, queued just after the worker's last look at
+    the queue (another thread shutting the processor down): shutdown hands it on, as it is."""
+    down = _Recording()
+    p = make_pipeline(downstream=down, expectations=[Expectation(expected_tool="t")])
+    late = p.tracer.start_span("late")
+    worker_stop = p.processor._worker.stop
+
+    def stop_then_end(deadline: float) -> bool:
+        ended = worker_stop(deadline)
+        p.processor._stopped = False  # what the ending thread saw, an instant before
+        late.end()
+        p.processor._stopped = True
+        return ended
+
+    p.processor._worker.stop = stop_then_end  # type: ignore[method-assign]
+    p.processor.shutdown()
+    assert [n for n, _tr, _t, _s in down.seen] == ["late"]
+    assert not p.processor._queue
+
+
 def test_malformed_attributes_do_not_raise(pipe: Pipeline) -> None:
     tracer = pipe.tracer
     with tracer.start_as_current_span("invoke_agent weather_agent", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather_agent"}) as root:
