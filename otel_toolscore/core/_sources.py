@@ -60,7 +60,7 @@ class SdkSpans:
             ctx = span._context
         except AttributeError:
             ctx = span.context
-        return None if ctx is None else (ctx[1], ctx[0]) if _CONTEXT_IS_TUPLE else (ctx.span_id, ctx.trace_id)
+        return None if ctx is None else (ctx[1], ctx[0]) if CONTEXT_IS_TUPLE else (ctx.span_id, ctx.trace_id)
 
     @staticmethod
     def ids(span: Any) -> SpanIds | None:
@@ -72,7 +72,7 @@ class SdkSpans:
             parent = span.parent
         if ctx is None:
             return None
-        if _CONTEXT_IS_TUPLE:  # (trace id, span id, is remote, …): no property call per field
+        if CONTEXT_IS_TUPLE:  # (trace id, span id, is remote, …): no property call per field
             if parent is None:
                 return ctx[0], "%016x" % ctx[1], None, True
             return ctx[0], "%016x" % ctx[1], "%016x" % parent[1], parent[2]
@@ -123,16 +123,8 @@ class SdkSpans:
             parent = span.parent
             attrs = plain_attributes(span)
             name = span.name
-        if parent is None or (parent[2] if _CONTEXT_IS_TUPLE else parent.is_remote):
+        if parent is None or (parent[2] if CONTEXT_IS_TUPLE else parent.is_remote):
             return True
-        # may_root_by_attributes' answer for the commonest child spans, without its calls
-        op = attrs.get("gen_ai.operation.name")
-        if op is None:
-            kind = attrs.get("openinference.span.kind")
-            if type(kind) is str and kind in _NEVER_ROOTS:  # an OpenInference model or tool span
-                return name.startswith("invoke_agent")  # what classify_start says of it
-        elif op in _CHILD_OPS and "openinference.span.kind" not in attrs:
-            return False  # a GenAI model or tool span
         return may_root_by_attributes(name, attrs, False)
 
 
@@ -145,17 +137,20 @@ def may_root_by_attributes(name: str, attrs: Mapping[str, Any], local_root: bool
     if op is not None and op in AGENT_OPS:  # what the GenAI reader decides first
         return True
     kind = attrs.get("openinference.span.kind")
-    if kind is not None and str(kind).upper() not in _NEVER_ROOTS:
-        # an agent, or a chain that roots a graph run when its parent is a tool span (the core
-        # tells which when the batch is settled; it hands on the others unchanged)
-        return True
+    if kind is not None:
+        if str(kind).upper() not in _NEVER_ROOTS:
+            # an agent, or a chain that roots a graph run when its parent is a tool span (the core
+            # tells which when the batch is settled; it hands on the others unchanged)
+            return True
+        if op is None:
+            # an OpenInference model, tool or evaluator span: classify_start names none of them an
+            # agent but by a GenAI agent's span name
+            return name.startswith("invoke_agent")
     if op is not None and op in ROLE_OPS:
         return False  # a model or tool span by the GenAI reader, whatever else it carries
     return classify_start(name, attrs) == "agent"
 
 
-#: GenAI operations of a model or tool span: never a run's root by the table of keys
-_CHILD_OPS = ROLE_OPS - AGENT_OPS
 #: OpenInference span kinds that never root a run (a model call, an executed call, an evaluator).
 _NEVER_ROOTS = frozenset({"LLM", "TOOL", "EVALUATOR"})
 
@@ -172,9 +167,9 @@ def _context_is_tuple() -> bool:
         return False
 
 
-_CONTEXT_IS_TUPLE = _context_is_tuple()
-#: for an adapter's hooks: ``parent[2]`` is the parent context's ``is_remote`` (no property call)
-CONTEXT_IS_TUPLE = _CONTEXT_IS_TUPLE
+#: whether ``ctx[0]``, ``ctx[1]``, ``ctx[2]`` read a span context's trace id, span id and
+#: ``is_remote`` (for the adapters' hooks too: no property call)
+CONTEXT_IS_TUPLE = _context_is_tuple()
 SDK_SPANS = SdkSpans()
 
 

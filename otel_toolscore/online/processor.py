@@ -436,19 +436,16 @@ class ToolScoreSpanProcessor(SpanProcessor):
         """Once the worker has ended: what is still queued — a span whose end was queued as the
         worker stopped (its ``on_end`` saw the processor running) — and still to be handed on goes
         on as it is (nothing scores it any more), so the downstream loses no span to the race."""
-        self._hand_on()
-        downstream = self._downstream
         queue = self._queue
+        forwards = self._forwards
         while queue:
             try:
                 item = queue.popleft()
             except IndexError:
                 break
-            if downstream is not None and (item[0] == _END or item[0] == _HOLD):
-                try:
-                    downstream.on_end(item[1])
-                except Exception:
-                    self._app_counts.add("downstream_error")
+            if item[0] == _END or item[0] == _HOLD:
+                forwards.append(item[1])  # after what the worker left, in the order they ended
+        self._hand_on()
 
     def wait_for_queue_room(self, timeout_s: float = 5.0) -> bool:
         """Block until the span queue is at most half full, or ``timeout_s`` passes (``False``).
