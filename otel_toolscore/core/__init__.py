@@ -13,12 +13,13 @@ assembler (:mod:`otel_toolscore.extract`).
 
 from .._scored import ScoredRun
 from ._builder import build_core, core_expectations, core_options
-from ._engine import END, HOLD, LOG, START, Core, Release
+from ._engine import CONTEXT, END, HOLD, LOG, START, Core, Release
 from ._outputs import Outputs
 from ._sources import CONTEXT_IS_TUPLE, SDK_SPANS, SpanSource, scored_copy
 from ._state import StartContext
 
 __all__ = [
+    "CONTEXT",
     "CONTEXT_IS_TUPLE",
     "END",
     "HOLD",

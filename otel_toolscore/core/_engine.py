@@ -35,14 +35,15 @@ from ..telemetry._attributes import MAX_EXPLANATION_CHARS, cut_text
 from ._sources import SpanSource
 from ._state import HeldRoot, StartContext, TraceState, TraceTable
 
-__all__ = ["END", "HOLD", "LOG", "START", "Core", "Release"]
+__all__ = ["CONTEXT", "END", "HOLD", "LOG", "START", "Core", "Release"]
 
 _log = logging.getLogger(__name__)
 
 #: Kinds of items :meth:`Core.feed` takes: ``(START, span, context)``, ``(END, span)`` (the adapter
-#: handed the span on itself), ``(HOLD, span)`` (the span may root a run: the core hands it on) and
-#: ``(LOG, record_or_facts)``.
-START, END, HOLD, LOG = 0, 1, 2, 3
+#: handed the span on itself), ``(HOLD, span)`` (the span may root a run: the core hands it on),
+#: ``(LOG, record_or_facts)`` and ``(CONTEXT, span, context)`` (only the context captured where a span
+#: started whose end follows in the same batch: an adapter that matched starts to ends itself).
+START, END, HOLD, LOG, CONTEXT = 0, 1, 2, 3, 4
 
 
 class Release:
@@ -125,31 +126,37 @@ class Core:
         self._sorted = True
         return out
 
-    def feed(self, items: Sequence[tuple[Any, ...]]) -> Release:
+    def feed(self, items: Sequence[tuple[Any, ...]], *, matched: bool = False) -> Release:
         """Run queued starts, ends and log records through the core, score the roots that ended
         (:meth:`settle`), and return what was released (:meth:`take`).
 
         A span that starts and ends within ``items`` is never open when its trace is scored (roots
         are scored once the whole batch is in): its start records only the context captured there,
-        and its end does the rest — most spans cost the core one step, not two."""
+        and its end does the rest — most spans cost the core one step, not two. ``matched``: the
+        adapter did that matching itself (such starts are ``CONTEXT`` items, or left out when they
+        captured nothing), so the core does not key every span again."""
+        ended: set[Any] = set()
         key = self.source.key
-        try:
-            ended = {key(item[1]) for item in items if item[0] == END or item[0] == HOLD}
-        except Exception:  # a span the source cannot key: every start takes its step
-            ended = set()
+        if not matched:
+            try:
+                ended = {key(item[1]) for item in items if item[0] == END or item[0] == HOLD}
+            except Exception:  # a span the source cannot key: every start takes its step
+                ended = set()
         for item in items:
             kind = item[0]
             try:
-                if kind == START:
+                if kind in (END, HOLD):
+                    self.end(item[1], kind == HOLD)
+                elif kind == START:
                     if ended and key(item[1]) in ended:
                         if item[2] is not None:
                             self._context_only(item[1], item[2])
                         continue
                     self.start(item[1], item[2])
-                elif kind == LOG:
-                    self.log(item[1])
+                elif kind == CONTEXT:
+                    self._context_only(item[1], item[2])
                 else:
-                    self.end(item[1], kind == HOLD)
+                    self.log(item[1])
             except Exception:
                 _log.debug("otel-toolscore failed on a span", exc_info=True)
                 self.drop("malformed_span")
@@ -191,8 +198,6 @@ class Core:
 
     def _link(self, state: TraceState, sid: str, parent: str | None, local: bool) -> None:
         parents = state.parents
-        if sid in parents:
-            return
         if len(parents) < self._max_known:
             parents[sid] = None if local else parent
         else:
@@ -207,12 +212,8 @@ class Core:
         state = self.table.traces.get(trace_id) or self._state(trace_id)
         if state is None:
             return  # a span of an evicted trace: counted when it ends
-        parents = state.parents
-        if sid not in parents:
-            if len(parents) < self._max_known:
-                parents[sid] = None if local else parent
-            else:
-                self.drop("known_spans_limit")
+        if sid not in state.parents:
+            self._link(state, sid, parent, local)
         if local:
             state.local_roots.add(sid)
         if len(state.open) < self._max_open:
@@ -251,7 +252,7 @@ class Core:
                 self._hand_on(span, None)
             return
         trace_id, sid, parent, local = ids
-        state = self.table.get(trace_id)
+        state = self.table.traces.get(trace_id)
         if state is None:
             counted = self.table.counted_roots(trace_id)
             if counted is not None:
@@ -529,6 +530,8 @@ class Core:
             self.count_run("error", None, len(spans))
             return outs
         for f in facts:
+            if f.plain:
+                continue  # read without content: nothing dropped or left unparsed
             if f.dropped_calls:  # calls past max_calls_per_run in one message: counted once
                 self.drop("calls_per_run_limit", f.dropped_calls)
                 f.dropped_calls = 0

@@ -80,6 +80,8 @@ class Outputs:
         #: drops counted outside a release (full queues here), added to the next count flush
         self.drops: Counter[str] = Counter()
         self.emit_queue = QueueWorker("otel-toolscore-emitter", self._emit_batch, s.emit_queue_size)
+        #: the SDK provider's processors tuple :func:`only_queues` last answered for, and its answer
+        self._checked: tuple[Any, bool] | None = None
         self.callbacks: QueueWorker | None = None
         if on_scored is not None:
             self.callbacks = QueueWorker("otel-toolscore-callback", self._callback_batch, s.callback_queue_size)
@@ -99,7 +101,7 @@ class Outputs:
         if runs:
             # events and metrics on the caller's thread when writing them cannot block it (asked per
             # release: processors may be added to the provider after this one was built)
-            if only_queues(self.emitter.logger_provider):
+            if self._only_queues():
                 self._emit_batch(runs)
             else:
                 for scored in runs:
@@ -116,6 +118,18 @@ class Outputs:
                     except Exception:
                         _log.debug("otel-toolscore judge offer failed", exc_info=True)
         self.count(release, more_drops)
+
+    def _only_queues(self) -> bool:
+        """:func:`only_queues` of the logger provider, asked again only when the SDK provider's
+        processors changed (adding one replaces its tuple): a release may hold a single run."""
+        provider = self.emitter.logger_provider
+        processors = getattr(getattr(provider, "_multi_log_record_processor", None), "_log_record_processors", None)
+        checked = self._checked
+        if checked is not None and checked[0] is processors:
+            return checked[1]
+        answer = only_queues(provider)
+        self._checked = (processors, answer) if isinstance(processors, tuple) else None
+        return answer
 
     def count(self, release: Release, more_drops: Counter[str] | None = None) -> None:
         """Add the counts of ``release`` (and ``more_drops``, and the drops counted here) to the metrics."""

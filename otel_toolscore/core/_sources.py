@@ -88,9 +88,9 @@ class SdkSpans:
             a = plain_attributes(span)
         facts = None
         if "gen_ai.operation.name" in a:
-            facts = read_live_span(span, options, ids)  # a scalar GenAI span: one table lookup
+            facts = read_live_span(span, options, ids, a)  # a scalar GenAI span: one table lookup
         elif "openinference.span.kind" in a:
-            facts = read_live_oi_span(span, options, ids)  # an OpenInference span: its reader alone
+            facts = read_live_oi_span(span, options, ids, a)  # an OpenInference span: its reader alone
         if facts is None and may_have_facts(span.name, a, has_events(span)):
             facts = read_span(record_from_readable(span), options)
         # else: an HTTP, database, queue … span: only its parent link matters
@@ -177,6 +177,14 @@ def scored_copy(span: ReadableSpan, added: dict[str, Any]) -> ReadableSpan:
     """A copy of an ended ``span`` carrying ``added`` attributes too (an ended span is immutable)."""
     attrs = dict(plain_attributes(span))  # a C-level copy (the public proxy iterates in Python)
     attrs.update(added)
+    if type(span) is ReadableSpan:
+        fields = getattr(span, "__dict__", None)
+        if fields is not None and "_attributes" in fields:
+            # the SDK's own snapshot: its fields as they are, the attributes replaced (what the
+            # constructor below stores, without a property call per field)
+            copy = _new(ReadableSpan)
+            copy.__dict__ = {**fields, "_attributes": attrs}
+            return copy
     return ReadableSpan(
         name=span.name,
         context=span.context,
@@ -191,3 +199,6 @@ def scored_copy(span: ReadableSpan, added: dict[str, Any]) -> ReadableSpan:
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
     )
+
+
+_new = object.__new__

@@ -462,9 +462,10 @@ def lean_run(
     elif root.span_id not in local_roots and parents.get(root.span_id, _UNKNOWN) is not None:
         return None  # an agent under some other span: the general rules
     root_id = root.span_id
-    if (
-        not root_id
-        or not root.materialized
+    if not root_id:
+        return None
+    if not root.plain and (
+        not root.materialized
         or root.from_log
         or root.hints is not None
         or root.handoff_to is not None
@@ -482,11 +483,10 @@ def lean_run(
     for f in facts:
         if f is not root:
             sid = f.span_id
-            if (
-                not sid
-                or sid in role_of
-                or sid in local_roots
-                or not f.materialized
+            if not sid or sid in role_of or sid in local_roots:
+                return None
+            if not f.plain and (
+                not f.materialized
                 or f.from_log
                 or f.hints is not None
                 or f.handoff_to is not None
@@ -541,7 +541,7 @@ def lean_run(
             other_facts.append(f)
         else:
             return None
-        if f.deferred or f.history_calls:
+        if not f.plain and (f.deferred or f.history_calls):
             inputs = True
     if silent and (inputs or root.deferred or root.history_calls):
         return None  # a model call without output, and inputs to read its calls from: the general rules

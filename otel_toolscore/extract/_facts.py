@@ -286,6 +286,12 @@ class SpanFacts:
     #: content values longer than ``max_parse_chars``, left unparsed (counted by the caller)
     unparsed: int = 0
     materialized: bool = False
+    #: built whole by a table-driven reader (:mod:`._fast_read`) from a span without content, errors or
+    #: another convention's keys: materialized, nothing deferred, nothing dropped or left unparsed, and
+    #: none of the fields that send a trace to the general assembly rules is set (log origin, hints,
+    #: handoffs, context call, error message, history, fallback requests) — the assembler's lean lane
+    #: and the core take it without testing each (a class default is a slow read)
+    plain: bool = False
 
     @classmethod
     def new(

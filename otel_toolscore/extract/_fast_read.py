@@ -164,15 +164,17 @@ def _tool_call(
 
 
 def read_live_span(
-    span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None
+    span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None, a: Any = None
 ) -> SpanFacts | None:
     """The facts of a live GenAI span only the GenAI reader claims, or ``None``: read it generically.
 
-    ``ids``: the span's (trace, span, parent) ids in hex when the caller has them already."""
-    try:
-        a = span._attributes._dict
-    except AttributeError:
-        a = plain_attributes(span)
+    ``ids``: the span's (trace, span, parent) ids in hex when the caller has them already; ``a``: its
+    attribute dict (:func:`~._records.plain_attributes`), likewise."""
+    if a is None:
+        try:
+            a = span._attributes._dict
+        except AttributeError:
+            a = plain_attributes(span)
     op = a.get("gen_ai.operation.name")
     if type(op) is not str:
         return None
@@ -314,6 +316,7 @@ def _plain(
         "holder": span,
         "conventions": convs if convs is not None else _conventions(scope_name),
         "materialized": True,
+        "plain": True,
     }
     agent_name = a.get("gen_ai.agent.name")
     if agent_name is not None and agent_name != "":
@@ -337,17 +340,19 @@ def _plain(
 
 
 def read_live_oi_span(
-    span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None
+    span: Any, options: ExtractOptions, ids: tuple[str, str, str | None] | None = None, a: Any = None
 ) -> SpanFacts | None:
     """The facts of a live OpenInference span no other reader claims, or ``None``: read it generically.
 
     The OpenInference reader itself runs (:func:`~._readers.read_span` runs it too, with six others
     that would find nothing here), on a record built from the SDK span's fields without the
-    conversions the readers do not look at (kind, resource, events)."""
-    try:
-        a = span._attributes._dict
-    except AttributeError:
-        a = plain_attributes(span)
+    conversions the readers do not look at (kind, resource, events). ``ids``, ``a``: as for
+    :func:`read_live_span`."""
+    if a is None:
+        try:
+            a = span._attributes._dict
+        except AttributeError:
+            a = plain_attributes(span)
     if "openinference.span.kind" not in a or not _NOT_OPENINFERENCE_KEYS.isdisjoint(a):
         return None
     name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
@@ -426,6 +431,7 @@ def _plain_oi(
             return None  # openai-agents' handoff: the reader's way
         tool_name = str(tool) if tool is not None and tool != "" else name
         values["role"] = "tool"
+        values["plain"] = True
         _tool_call(values, tool_name, call_id, raw_result, options, ids[1], start, end)
         f.__dict__ = values
         return f
@@ -452,5 +458,7 @@ def _plain_oi(
         if not isinstance(value, str) or '"tool_call_with_context"' in value[:200] or len(value) > options.max_deferred_chars:
             return None
         values["deferred"] = [(io_value_input, InSpan("input.value"))]  # as _by_reference finds it
+    else:
+        values["plain"] = True  # nothing left to parse
     f.__dict__ = values
     return f

@@ -37,6 +37,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from .._deadline import Deadline
 from .._workers import QueueWorker
 from ..core import (
+    CONTEXT,
     CONTEXT_IS_TUPLE,
     END,
     HOLD,
@@ -67,7 +68,7 @@ __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 _log = logging.getLogger(__name__)
 
 # Queue item kinds (the first element of each queued tuple): the core's.
-_START, _END, _HOLD, _LOG = START, END, HOLD, LOG
+_START, _END, _HOLD, _LOG, _CONTEXT = START, END, HOLD, LOG, CONTEXT
 _BAGGAGE_PREFIX = "toolscore."
 #: Roots whose end found the span queue full, kept for the worker to count as lost runs.
 _LOST_ROOTS = 4096
@@ -279,29 +280,47 @@ class ToolScoreSpanProcessor(SpanProcessor):
         """Run queued starts, ends and log records through the core (holding the core lock)."""
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            if self._hold_roots:
-                self._sort_ends(batch)
-            self._absorb(self._core.feed(batch))
+            self._absorb(self._core.feed(self._prepare(batch), matched=True))
         finally:
             otel_context.detach(token)
 
-    def _sort_ends(self, batch: list[Any]) -> None:
-        """Of the ended spans in ``batch``: those that may root a run are left to the core (it hands
-        them on once scored); the others are queued to be handed on as they are, in the order they
-        ended — before the roots the core releases for this batch, as the children of a run end
-        before it."""
+    def _prepare(self, batch: list[Any]) -> list[Any]:
+        """``batch`` as the core takes it, in one pass after the ends are noted:
+
+        * a start whose end is in the batch becomes the context captured there (``CONTEXT``), or
+          nothing when it captured none: the core takes the span in one step, at its end. Starts and
+          ends are matched by their span context object, which the SDK's end snapshot shares with
+          the span that started (an identity test, sound while the batch holds both; a span class
+          that shares none takes both steps);
+        * of the ends (when there is a downstream), those that may root a run are left to the core
+          (it hands them on once scored); the others are queued to be handed on as they are, in the
+          order they ended — before the roots the core releases for this batch, as the children of a
+          run end before it."""
+        ended = {id(c) for item in batch if item[0] == _END and (c := getattr(item[1], "_context", None)) is not None}
+        hold_roots = self._hold_roots
         forwards = self._forwards
-        for i, item in enumerate(batch):
-            if item[0] == _END:
-                span = item[1]
-                try:
-                    hold = may_root_a_run(span)
-                except Exception:  # odd attribute values: read (and counted) by the core
-                    hold = False
-                if hold:
-                    batch[i] = (_HOLD, span)
-                else:
+        out: list[Any] = []
+        append = out.append
+        for item in batch:
+            kind = item[0]
+            if kind == _END:
+                if hold_roots:
+                    span = item[1]
+                    try:
+                        hold = may_root_a_run(span)
+                    except Exception:  # odd attribute values: read (and counted) by the core
+                        hold = False
+                    if hold:
+                        append((_HOLD, span))
+                        continue
                     forwards.append(span)
+                append(item)
+            elif kind == _START and id(getattr(item[1], "_context", None)) in ended:
+                if item[2] is not None:
+                    append((_CONTEXT, item[1], item[2]))
+            else:
+                append(item)
+        return out
 
     def _idle(self) -> None:
         """After each batch and on every poll: held roots past their grace, timeouts, counters."""

@@ -15,7 +15,7 @@ from opentelemetry import _logs, metrics, trace
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags, set_span_in_context
 
 from .._version import __version__
 from . import names as n
@@ -44,14 +44,17 @@ class RunRef(NamedTuple):
     sampled: bool = True
 
     def span_context(self) -> SpanContext:
-        flags = TraceFlags(TraceFlags.SAMPLED if self.sampled else TraceFlags.DEFAULT)
-        return SpanContext(self.trace_id, self.span_id, is_remote=False, trace_flags=flags)
+        return SpanContext(self.trace_id, self.span_id, False, _SAMPLED if self.sampled else _NOT_SAMPLED)
 
     def context(self) -> Context:
         """A context whose current span is the evaluated span: parents events, exemplars and carriers."""
-        flags = TraceFlags(TraceFlags.SAMPLED if self.sampled else TraceFlags.DEFAULT)
-        span = NonRecordingSpan(SpanContext(self.trace_id, self.span_id, is_remote=False, trace_flags=flags))
-        return trace.set_span_in_context(span)
+        flags = _SAMPLED if self.sampled else _NOT_SAMPLED
+        return set_span_in_context(NonRecordingSpan(SpanContext(self.trace_id, self.span_id, False, flags)))
+
+
+#: the two trace flags a run's span has (an int subclass: immutable, built once)
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_NOT_SAMPLED = TraceFlags(TraceFlags.DEFAULT)
 
 
 class BoundedLabels:

@@ -501,3 +501,51 @@ def test_a_full_emit_queue_drops_events_not_counts() -> None:
     finally:
         exporter.gate.set()
     provider.shutdown()
+
+
+def test_a_log_processor_added_later_moves_the_events_off_the_worker() -> None:
+    """Events are written on the worker only while every log processor only queues; the answer is
+    kept between releases, so adding a processor that may block must be seen at the next release."""
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, InMemoryLogRecordExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_toolscore import ToolScoreSpanProcessor
+
+    class Threads:
+        """A log processor that may block (not a batch processor): records where each record is written."""
+
+        def __init__(self) -> None:
+            self.threads: list[str] = []
+
+        def on_emit(self, log_record: Any) -> None:
+            self.threads.append(threading.current_thread().name)
+
+        emit = on_emit
+
+        def shutdown(self) -> None:
+            pass
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return True
+
+    lp = LoggerProvider()
+    lp.add_log_record_processor(BatchLogRecordProcessor(InMemoryLogRecordExporter()))
+    spans = InMemorySpanExporter()
+    processor = ToolScoreSpanProcessor(SimpleSpanProcessor(spans), expectations=[Expectation(expected_tool="t")],
+                                       logger_provider=lp)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("x")
+    try:
+        run_scripted_agent(tracer, "a", "q", ["t"])
+        assert processor.force_flush(5_000)
+        assert processor.outputs._only_queues() is True
+        late = Threads()
+        lp.add_log_record_processor(late)  # type: ignore[arg-type]
+        for _ in range(3):
+            run_scripted_agent(tracer, "a", "q", ["t"])
+        assert processor.force_flush(5_000)
+        assert late.threads == ["otel-toolscore-emitter"] * 3
+    finally:
+        provider.shutdown()

@@ -517,3 +517,38 @@ def test_an_answer_without_tools_scores_zero_even_when_content_is_not_kept() -> 
     assert p.counter("toolscore.runs", **{"toolscore.outcome": "scored"}) == 1
     assert p.counter("toolscore.runs", **{"toolscore.outcome": "no_tool_calls_visible"}) == 1
     p.provider.shutdown()
+
+
+def test_the_scored_copy_of_an_sdk_span_is_the_span_with_the_score_added() -> None:
+    """The root handed on is a copy built without the constructor: every field the SDK's snapshot
+    has, as the constructor would store it, the attributes a new dict; the snapshot itself unchanged."""
+    from otel_toolscore.core import scored_copy
+
+    spans: list[ReadableSpan] = []
+
+    class Keep(SpanProcessor):
+        def on_end(self, span: ReadableSpan) -> None:
+            spans.append(span)
+
+    provider = TracerProvider()
+    provider.add_span_processor(Keep())
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("parent"):
+        with tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}) as s:
+            s.add_event("e", {"k": 1})
+            s.add_link(s.get_span_context(), {"l": 2})
+    root = spans[0]
+    added = {"toolscore.code.score": 1.0, "toolscore.code.actual_tools": ["a", "b"]}
+    copy = scored_copy(root, added)
+    built = ReadableSpan(
+        name=root.name, context=root.context, parent=root.parent, resource=root.resource,
+        attributes={**root.attributes, **added}, events=root.events, links=root.links, kind=root.kind,
+        status=root.status, start_time=root.start_time, end_time=root.end_time,
+        instrumentation_scope=root.instrumentation_scope,
+    )
+    assert copy is not root and type(copy) is ReadableSpan
+    assert copy.to_json() == built.to_json()
+    assert vars(copy).keys() == vars(built).keys()
+    assert dict(copy.attributes) == {"gen_ai.operation.name": "invoke_agent", **added}
+    assert "toolscore.code.score" not in root.attributes  # the snapshot the others saw is untouched
+    assert copy.dropped_attributes == 0 and copy.events == root.events and copy.links == root.links
