@@ -106,8 +106,13 @@ class SdkSpans:
 
     @staticmethod
     def sampled(span: Any) -> bool:
-        ctx = span.context
-        return bool(ctx.trace_flags.sampled) if ctx is not None else True
+        try:
+            ctx = span._context
+        except AttributeError:
+            ctx = span.context
+        if ctx is None:
+            return True
+        return bool(ctx[3] & 1) if CONTEXT_IS_TUPLE else bool(ctx.trace_flags.sampled)  # the W3C sampled bit
 
     @staticmethod
     def may_root(span: Any) -> bool:
@@ -156,19 +161,19 @@ _NEVER_ROOTS = frozenset({"LLM", "TOOL", "EVALUATOR"})
 
 
 def _context_is_tuple() -> bool:
-    """Whether the API's ``SpanContext`` is the tuple ``(trace_id, span_id, is_remote, …)`` it has
-    always been (checked once: reading its fields by index skips a property call each)."""
-    from opentelemetry.trace import SpanContext
+    """Whether the API's ``SpanContext`` is the tuple ``(trace_id, span_id, is_remote, trace_flags, …)``
+    it has always been (checked once: reading its fields by index skips a property call each)."""
+    from opentelemetry.trace import SpanContext, TraceFlags
 
-    probe = SpanContext(7, 9, True)
+    probe = SpanContext(7, 9, True, TraceFlags(1))
     try:
-        return isinstance(probe, tuple) and probe[0] == 7 and probe[1] == 9 and probe[2] is True
+        return isinstance(probe, tuple) and probe[0] == 7 and probe[1] == 9 and probe[2] is True and probe[3] == 1
     except Exception:  # pragma: no cover - a future API
         return False
 
 
-#: whether ``ctx[0]``, ``ctx[1]``, ``ctx[2]`` read a span context's trace id, span id and
-#: ``is_remote`` (for the adapters' hooks too: no property call)
+#: whether ``ctx[0]``, ``ctx[1]``, ``ctx[2]``, ``ctx[3]`` read a span context's trace id, span id,
+#: ``is_remote`` and trace flags (for the adapters' hooks too: no property call)
 CONTEXT_IS_TUPLE = _context_is_tuple()
 SDK_SPANS = SdkSpans()
 

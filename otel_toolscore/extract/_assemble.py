@@ -44,6 +44,7 @@ import json
 import re
 from collections.abc import Container, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..run_records import CallRecord, RunRecord, ToolRecord
@@ -548,10 +549,10 @@ def lean_run(
     if root.role != "agent" and not tool_facts and not llm_facts:
         return None  # a graph's top bounds a run when calls or model calls lie under it
     if len(llm_facts) > 1:
-        llm_facts.sort(key=lambda f: (f.start_time_unix_nano, f.span_id))
+        llm_facts.sort(key=_START_ORDER)
     executed = tool_facts
     if len(executed) > 1:
-        executed = sorted(executed, key=lambda f: (f.start_time_unix_nano, f.span_id))
+        executed = sorted(executed, key=_START_ORDER)
     # the requested calls of each model output, paired by id, then by name in start order
     rows: list[tuple[SpanFacts, list[CallRecord | None]]] = []
     matched: set[int] = set()
@@ -876,8 +877,9 @@ def _place(
         run.other_facts.extend(fs)
 
 
-def _call_order(item: tuple[tuple[int, int], CallRecord]) -> tuple[int, int]:
-    return item[0]
+#: sort keys (C-level, no Python call per item): a call's (time, place) key; facts in start order
+_call_order = itemgetter(0)
+_START_ORDER = attrgetter("start_time_unix_nano", "span_id")
 
 
 def _first(values: Iterable[Any]) -> Any:
@@ -920,7 +922,7 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunR
     # -- calls ------------------------------------------------------------------------------------
     executed = run.tool_facts
     if len(executed) > 1:
-        executed = sorted(executed, key=lambda f: (f.start_time_unix_nano, f.span_id))
+        executed = sorted(executed, key=_START_ORDER)
     calls: list[tuple[tuple[int, int], CallRecord]] = []
     exec_calls = [f.call for f in executed if f.call is not None]
     by_id = {c.call_id: c for c in exec_calls if c.call_id}

@@ -63,18 +63,37 @@ def openinference_annotation(
     """``annotations.<i>.annotation.*`` at the first index the span does not use yet
     (OpenInference's post-hoc feedback form, ``docs/judging.md``; ``metadata`` is written as a JSON object string)."""
     index = 0
-    while f"{n.OI_ANNOTATION_PREFIX}.{index}.annotation.name" in existing:
+    keys = _annotation_keys(0)
+    while keys[0] in existing:
         index += 1
-    prefix = f"{n.OI_ANNOTATION_PREFIX}.{index}.annotation."
-    attrs: dict[str, Any] = {prefix + "name": name, prefix + "annotator_kind": annotator_kind}
+        keys = _annotation_keys(index)
+    k_name, k_kind, k_score, k_label, k_explanation, k_identifier, k_metadata = keys
+    attrs: dict[str, Any] = {k_name: name, k_kind: annotator_kind}
     if score is not None:
-        attrs[prefix + "score"] = float(score)
+        attrs[k_score] = float(score)
     if label is not None:
-        attrs[prefix + "label"] = label
+        attrs[k_label] = label
     if explanation:
-        attrs[prefix + "explanation"] = explanation
+        attrs[k_explanation] = explanation
     if identifier:
-        attrs[prefix + "identifier"] = identifier
+        attrs[k_identifier] = identifier
     if metadata:
-        attrs[prefix + "metadata"] = json.dumps(dict(metadata), sort_keys=True, default=str)
+        attrs[k_metadata] = json.dumps(dict(metadata), sort_keys=True, default=str)
     return attrs
+
+
+_ANNOTATION_FIELDS = ("name", "annotator_kind", "score", "label", "explanation", "identifier", "metadata")
+
+
+def _keys_at(index: int) -> tuple[str, ...]:
+    prefix = f"{n.OI_ANNOTATION_PREFIX}.{index}.annotation."
+    return tuple(prefix + field for field in _ANNOTATION_FIELDS)
+
+
+#: the keys of the first annotations, built once (every scored root gets one; read-only, so any thread)
+_ANNOTATION_KEYS = tuple(_keys_at(i) for i in range(8))
+
+
+def _annotation_keys(index: int) -> tuple[str, ...]:
+    """The attribute keys of the annotation at ``index``, in :data:`_ANNOTATION_FIELDS` order."""
+    return _ANNOTATION_KEYS[index] if index < len(_ANNOTATION_KEYS) else _keys_at(index)

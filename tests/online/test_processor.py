@@ -552,3 +552,35 @@ def test_the_scored_copy_of_an_sdk_span_is_the_span_with_the_score_added() -> No
     assert dict(copy.attributes) == {"gen_ai.operation.name": "invoke_agent", **added}
     assert "toolscore.code.score" not in root.attributes  # the snapshot the others saw is untouched
     assert copy.dropped_attributes == 0 and copy.events == root.events and copy.links == root.links
+
+
+def test_an_unsampled_recorded_run_is_scored_with_its_sampled_flag_kept() -> None:
+    """A run whose spans are recorded but not sampled (``RECORD_ONLY``) is scored; its event carries
+    the run's own trace flags, so a backend never links it as a sampled trace."""
+    from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+
+    class EveryOther(Sampler):
+        def __init__(self) -> None:
+            self.n = 0
+
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any, **kwargs: Any) -> SamplingResult:
+            if kwargs.get("parent_context") is None and parent_context is None:
+                self.n += 1
+            return SamplingResult(Decision.RECORD_AND_SAMPLE if self.n % 2 else Decision.RECORD_ONLY)
+
+        def get_description(self) -> str:
+            return "every other trace"
+
+    p = make_pipeline(expectations=[Expectation(expected_tool="get_weather")])
+    provider = TracerProvider(sampler=EveryOther())
+    provider.add_span_processor(p.processor)
+    try:
+        for _ in range(4):
+            run_scripted_agent(provider.get_tracer("t"), "weather_agent", "q", ["get_weather"])
+        p.flush()
+        events = p.events()
+        assert len(events) == 4
+        assert sorted(int(e.trace_flags) for e in events) == [0, 0, 1, 1]
+        assert all(e.attributes["gen_ai.evaluation.score.value"] == 1.0 for e in events)
+    finally:
+        provider.shutdown()
