@@ -210,7 +210,8 @@ class Expectation:
         regex = self.__dict__["_regex"]
         if regex is not None and (run.user_query is None or not regex.search(run.user_query)):
             return False
-        return all(run.attributes.get(k) == v for k, v in self.attributes.items())
+        attributes = self.attributes
+        return not attributes or all(run.attributes.get(k) == v for k, v in attributes.items())
 
     # -- a frozen value ------------------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:

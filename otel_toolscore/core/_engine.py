@@ -728,9 +728,9 @@ class Core:
         OpenInference annotation at the first index the span does not use."""
         s = self.settings
         limit = self._max_name
-        long_names = sum(1 for t in result.actual_tools[: s.max_attribute_tools] if len(t) > limit)
-        if long_names:
-            self.drop("name_too_long", long_names)
+        shown = result.actual_tools[: s.max_attribute_tools]
+        if shown and max(map(len, shown)) > limit:  # C-level: the usual run has no long name
+            self.drop("name_too_long", sum(1 for t in shown if len(t) > limit))
         attrs = code_score_attributes(
             result, max_tools=s.max_attribute_tools, call_count=len(result.actual_tools), max_name_chars=limit
         )

@@ -29,7 +29,7 @@ def code_score_attributes(
     Tool names longer than ``max_name_chars`` are cut (they come from data)."""
     p = result
     tools = p.actual_tools[:max_tools]
-    if max_name_chars is not None and any(len(t) > max_name_chars for t in tools):
+    if max_name_chars is not None and tools and max(map(len, tools)) > max_name_chars:
         tools = [cut_text(t, max_name_chars) for t in tools]
     attrs: dict[str, Any] = {
         n.CODE_SCORE: float(result.score),
