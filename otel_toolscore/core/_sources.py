@@ -143,7 +143,10 @@ def may_root_by_attributes(name: str, attrs: Mapping[str, Any], local_root: bool
         return True
     kind = attrs.get("openinference.span.kind")
     if kind is not None:
-        if str(kind).upper() not in _NEVER_ROOTS:
+        roots = _ROOTS_BY_KIND.get(kind) if type(kind) is str else None  # the spelling the spec gives
+        if roots is None:
+            roots = str(kind).upper() not in _NEVER_ROOTS
+        if roots:
             # an agent, or a chain that roots a graph run when its parent is a tool span (the core
             # tells which when the batch is settled; it hands on the others unchanged)
             return True
@@ -158,6 +161,12 @@ def may_root_by_attributes(name: str, attrs: Mapping[str, Any], local_root: bool
 
 #: OpenInference span kinds that never root a run (a model call, an executed call, an evaluator).
 _NEVER_ROOTS = frozenset({"LLM", "TOOL", "EVALUATOR"})
+#: the answer for each kind as the OpenInference spec spells it (any other spelling: upper-cased first)
+_ROOTS_BY_KIND = {
+    kind: kind not in _NEVER_ROOTS
+    for kind in ("LLM", "TOOL", "EVALUATOR", "AGENT", "CHAIN", "RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL",
+                 "PROMPT", "UNKNOWN")
+}
 
 
 def _context_is_tuple() -> bool:
