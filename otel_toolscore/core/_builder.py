@@ -79,4 +79,5 @@ def build_core(
     )
     options = core_options(settings, rules, judging=judge is not None)
     core = Core(settings, rules=rules, default=default, options=options, source=source)
+    outputs.emitter.observe_pending(core.table.__len__)  # toolscore.trace.pending, read at collection
     return core, outputs

@@ -49,7 +49,7 @@ START, END, HOLD, LOG, CONTEXT = 0, 1, 2, 3, 4
 class Release:
     """What the core released since the adapter last took it (:meth:`Core.take`)."""
 
-    __slots__ = ("drops", "pending", "runs", "runs_counted", "spans")
+    __slots__ = ("drops", "runs", "runs_counted", "spans")
 
     def __init__(self) -> None:
         #: (span, score attributes to add or ``None``), in the order the spans ended
@@ -59,11 +59,9 @@ class Release:
         self.runs_counted: Counter[tuple[str, str | None]] = Counter()
         #: what was dropped, by reason
         self.drops: Counter[str] = Counter()
-        #: change in the number of traces watched
-        self.pending = 0
 
     def __bool__(self) -> bool:
-        return bool(self.spans or self.runs or self.runs_counted or self.drops or self.pending)
+        return bool(self.spans or self.runs or self.runs_counted or self.drops)
 
 
 class Core:
@@ -192,8 +190,6 @@ class Core:
         victim = self.table.add(state)
         if victim is not None:
             self._evict(victim, "pending_traces_limit")
-        else:
-            self._out.pending += 1
         return state
 
     def _link(self, state: TraceState, sid: str, parent: str | None, local: bool) -> None:
@@ -459,7 +455,6 @@ class Core:
         self._dirty.pop(state.trace_id, None)
         if self.table.get(state.trace_id) is state:
             self.table.remove(state.trace_id)
-            self._out.pending -= 1
 
     def _evict(self, state: TraceState, reason: str) -> None:
         """A trace leaves before its runs ended: roots that ended are scored with what they have,
@@ -512,7 +507,6 @@ class Core:
                 break
             self.table.remove(state.trace_id)
             self._evict(state, "trace_timeout")
-            self._out.pending -= 1
         return self.take()
 
     # -- scoring --------------------------------------------------------------------------------

@@ -9,8 +9,9 @@
   behind a bounded queue, so a slow exporter never stops scoring or counting;
 * score sinks, the ``on_scored`` callback and the LLM judge's sampler get every scored run, each
   behind its own bounded queue;
-* the counts made by the core (runs by outcome, drops by reason, traces watched) are added to the
-  metrics once per release: a metric call per run would be most of the worker's time.
+* the counts made by the core (runs by outcome, drops by reason) are added to the metrics once per
+  release: a metric call per run would be most of the worker's time; the traces it watches are
+  observed at collection time (registered by :func:`~._builder.build_core`).
 """
 
 from __future__ import annotations
@@ -144,8 +145,6 @@ class Outputs:
             self.drops.clear()
         for reason, amount in drops.items():
             emitter.count_drop(reason, amount)
-        if release.pending:
-            emitter.pending_delta(release.pending)
 
     # -- events and metrics -----------------------------------------------------------------------------
     def _emit_batch(self, batch: Sequence[ScoredRun]) -> None:

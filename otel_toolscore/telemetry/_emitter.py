@@ -110,11 +110,18 @@ class Emitter:
         self.dropped = meter.create_counter(
             n.METRIC_DROPPED, unit="{item}", description="Spans, runs or records otel-toolscore dropped, by reason."
         )
-        self.pending = meter.create_up_down_counter(
-            n.METRIC_TRACE_PENDING, unit="{trace}", description="Traces the worker is watching (a span open, or a run waiting to be scored)."
+        # Observed at collection time (each core registers its trace table): a count that goes up and
+        # down with every trace would cost two metric calls per trace, on the worker.
+        self._pending_sources: list[Callable[[], int]] = []
+        self.pending = meter.create_observable_up_down_counter(
+            n.METRIC_TRACE_PENDING,
+            callbacks=[self._observe_pending],
+            unit="{trace}",
+            description="Traces the worker is watching (a span open, or a run waiting to be scored).",
         )
-        self.pending_deprecated = meter.create_up_down_counter(
+        self.pending_deprecated = meter.create_observable_up_down_counter(
             n.METRIC_PENDING_TRACES_DEPRECATED,
+            callbacks=[self._observe_pending],
             unit="{trace}",
             description=f"Deprecated: use {n.METRIC_TRACE_PENDING} (same values; removed in the next release).",
         )
@@ -172,14 +179,12 @@ class Emitter:
         except Exception as exc:
             self._guard("a metric", exc)
 
-    def pending_delta(self, delta: int) -> None:
-        if not self.metrics_enabled or delta == 0:
-            return
-        try:
-            self.pending.add(delta)
-            self.pending_deprecated.add(delta)
-        except Exception as exc:
-            self._guard("a metric", exc)
+    def observe_pending(self, count: Callable[[], int]) -> None:
+        """Report ``count()`` (summed over every source) as ``toolscore.trace.pending`` at every collection."""
+        self._pending_sources.append(count)
+
+    def _observe_pending(self, options: CallbackOptions) -> Iterator[Observation]:
+        return self._observe_sum(self._pending_sources)
 
     # -- evaluation results -----------------------------------------------------------------------
     def emit_evaluation(
@@ -247,10 +252,14 @@ class Emitter:
         self._queue_sources.append(depth)
 
     def _observe_queue_depth(self, options: CallbackOptions) -> Iterator[Observation]:
-        if not self.metrics_enabled or not self._queue_sources:
+        return self._observe_sum(self._queue_sources)
+
+    def _observe_sum(self, sources: list[Callable[[], int]]) -> Iterator[Observation]:
+        """One observation: the sum of ``sources`` (none while metrics are off or nothing registered)."""
+        if not self.metrics_enabled or not sources:
             return iter(())
         total = 0
-        for source in list(self._queue_sources):
+        for source in list(sources):
             try:
                 total += int(source())
             except Exception as exc:
