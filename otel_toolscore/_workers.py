@@ -26,6 +26,32 @@ _POLL_S = 0.05
 _BUSY_POLL_S = 0.002
 
 
+class _Gate:
+    """A wake-up signal for the one thread that waits on it: :meth:`set` from any thread; :meth:`wait`
+    returns ``True`` once set (taking the signal) or ``False`` at its timeout; a signal given while
+    nobody waits is kept for the next wait. A lock used as a binary semaphore: both sides are a single
+    C call, where ``threading.Event.wait`` runs a ``Condition`` in Python (a lock allocated per wait,
+    a waiters list): about a third less CPU per wake-up, and the worker wakes every few milliseconds
+    while spans trickle in."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        lock = self._lock
+        if lock.locked():
+            try:
+                lock.release()
+            except RuntimeError:  # another thread set it in between
+                pass
+
+    def wait(self, timeout: float) -> bool:
+        return self._lock.acquire(timeout=timeout)
+
+
 class QueueWorker:
     """One daemon thread handling the items of a bounded queue in order.
 
@@ -55,7 +81,7 @@ class QueueWorker:
         self._idle_hook = idle
         self._wake_at = wake_at
         self._lock: AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
-        self._wake = threading.Event()
+        self._wake = _Gate()
         self._cond = threading.Condition()
         self._busy = False
         self._idle_wait = False
@@ -92,7 +118,6 @@ class QueueWorker:
             self._idle_wait = poll >= _POLL_S
             self._wake.wait(poll)
             self._idle_wait = False
-            self._wake.clear()
             # Busy: look again soon (items are picked up within ~2 ms while they keep coming, without
             # the producer signalling); idle: back off to the slow poll.
             poll = _BUSY_POLL_S if q else min(_POLL_S, poll * 2)
