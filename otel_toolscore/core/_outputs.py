@@ -148,7 +148,10 @@ class Outputs:
 
     # -- events and metrics -----------------------------------------------------------------------------
     def _emit_batch(self, batch: Sequence[ScoredRun]) -> None:
-        token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
+        # instrumentation suppressed while we write (the adapter's worker has done so already when it
+        # writes inline: one context switch per batch, not two)
+        key = otel_context._SUPPRESS_INSTRUMENTATION_KEY
+        token = None if otel_context.get_value(key) is True else otel_context.attach(otel_context.set_value(key, True))
         try:
             emit = self.emitter.emit_evaluation
             sinks = self.sinks
@@ -174,7 +177,8 @@ class Outputs:
                         scored.ref, names.EVAL_CODE, result.score, result.label, explanation, metric_attrs
                     )
         finally:
-            otel_context.detach(token)
+            if token is not None:
+                otel_context.detach(token)
 
     def _callback_batch(self, batch: list[ScoredRun]) -> None:
         callback = self._on_scored
