@@ -267,7 +267,7 @@ def _facts(f: SpanFacts | None) -> Any:
     if f.plain:  # what the reader promises of facts it marks plain (the lean assembly lane trusts it)
         assert f.materialized and not f.from_log and f.hints is None and f.context_call is None
         assert f.handoff_to is None and f.handoff_from is None and not f.error_message
-        assert not f.requested_fallback and (f.role != "agent" or not f.requested)
+        assert not f.requested_fallback and (f.role == "llm" or not f.requested)
         assert not f.deferred and not f.history_calls and not f.dropped_calls and not f.unparsed
     for field in dataclasses.fields(f):
         if field.name == "plain":  # how the facts were read, not what they say
