@@ -41,8 +41,8 @@ _log = logging.getLogger(__name__)
 
 #: Kinds of items :meth:`Core.feed` takes: ``(START, span, context)``, ``(END, span)`` (the adapter
 #: handed the span on itself), ``(HOLD, span)`` (the span may root a run: the core hands it on),
-#: ``(LOG, record_or_facts)`` and ``(CONTEXT, span, context)`` (only the context captured where a span
-#: started whose end follows in the same batch: an adapter that matched starts to ends itself).
+#: ``(LOG, record_or_facts)`` and ``(CONTEXT, span, context)`` (the context captured where a span
+#: started whose end follows in the same batch: the adapter sends that instead of its start).
 START, END, HOLD, LOG, CONTEXT = 0, 1, 2, 3, 4
 
 
@@ -124,32 +124,21 @@ class Core:
         self._sorted = True
         return out
 
-    def feed(self, items: Sequence[tuple[Any, ...]], *, matched: bool = False) -> Release:
+    def feed(self, items: Sequence[tuple[Any, ...]]) -> Release:
         """Run queued starts, ends and log records through the core, score the roots that ended
         (:meth:`settle`), and return what was released (:meth:`take`).
 
         A span that starts and ends within ``items`` is never open when its trace is scored (roots
-        are scored once the whole batch is in): its start records only the context captured there,
-        and its end does the rest — most spans cost the core one step, not two. ``matched``: the
-        adapter did that matching itself (such starts are ``CONTEXT`` items, or left out when they
-        captured nothing), so the core does not key every span again."""
-        ended: set[Any] = set()
-        key = self.source.key
-        if not matched:
-            try:
-                ended = {key(item[1]) for item in items if item[0] == END or item[0] == HOLD}
-            except Exception:  # a span the source cannot key: every start takes its step
-                ended = set()
+        are scored once the whole batch is in): the adapter, which knows which of its span objects
+        match, sends no ``START`` for it — only a ``CONTEXT`` item when its start captured one — and
+        its end does the rest: most spans cost the core one step, not two. (A ``START`` whose end
+        follows in the batch still works, at the cost of both steps.)"""
         for item in items:
             kind = item[0]
             try:
                 if kind in (END, HOLD):
                     self.end(item[1], kind == HOLD)
                 elif kind == START:
-                    if ended and key(item[1]) in ended:
-                        if item[2] is not None:
-                            self._context_only(item[1], item[2])
-                        continue
                     self.start(item[1], item[2])
                 elif kind == CONTEXT:
                     self._context_only(item[1], item[2])

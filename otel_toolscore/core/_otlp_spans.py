@@ -49,13 +49,9 @@ __all__ = [
 class OtlpSpans:
     """The :class:`~._sources.SpanSource` of :class:`OtlpSpan` views (the scoring service's spans).
 
-    A view is fed to the core once for its start and once for its end, as the same object: it is
-    its own key. A span is a process-local root when it has no parent or its parent is remote
-    (``parent_remote``, which the service settles per trace before feeding it)."""
-
-    @staticmethod
-    def key(span: Any) -> Any:
-        return span
+    A trace arrives whole, so the core gets each view once, at its end. A span is a process-local
+    root when it has no parent or its parent is remote (``parent_remote``, which the service settles
+    per trace before feeding it)."""
 
     @staticmethod
     def ids(span: Any) -> SpanIds | None:

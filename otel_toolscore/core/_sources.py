@@ -36,8 +36,6 @@ class SpanSource(Protocol):
 
     def ids(self, span: Any) -> SpanIds | None: ...
 
-    def key(self, span: Any) -> Any: ...
-
     def read(self, span: Any, options: ExtractOptions, ids: HexIds | None = None) -> SpanFacts | None: ...
 
     def role_at_start(self, span: Any) -> str | None: ...
@@ -51,16 +49,6 @@ class SpanSource(Protocol):
 
 class SdkSpans:
     """The OpenTelemetry SDK's ``ReadableSpan`` (and ``Span``) objects."""
-
-    @staticmethod
-    def key(span: Any) -> Any:
-        """What tells a span's start from another's, and matches its end (the SDK hands ``on_end`` a
-        snapshot of the span ``on_start`` saw): its ids."""
-        try:
-            ctx = span._context
-        except AttributeError:
-            ctx = span.context
-        return None if ctx is None else (ctx[1], ctx[0]) if CONTEXT_IS_TUPLE else (ctx.span_id, ctx.trace_id)
 
     @staticmethod
     def ids(span: Any) -> SpanIds | None:

@@ -280,7 +280,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         """Run queued starts, ends and log records through the core (holding the core lock)."""
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            self._absorb(self._core.feed(self._prepare(batch), matched=True))
+            self._absorb(self._core.feed(self._prepare(batch)))
         finally:
             otel_context.detach(token)
 

@@ -343,9 +343,9 @@ class ScoringService:
         )
 
     def _score(self, trace: PendingTrace) -> None:
-        """Run a complete trace through the core, in the order the live process ran it: starts in
-        start order, log facts, ends in end order (a parent before its children on ties). A span
-        that roots no run leaves as received at once; the core releases the others."""
+        """Run a complete trace through the core as the live worker takes a batch holding it all
+        (:func:`~._replay.replay`): log facts, then ends in end order (a child before its parent on
+        ties). A span that roots no run leaves as received at once; the core releases the others."""
         if not trace.spans:
             # Log records whose spans never came: nothing to score them against.
             self.emitter.count_drop("orphan_logs", len(trace.log_facts))

@@ -1,9 +1,11 @@
 """A complete trace as the core takes it: the order the live process ran it in.
 
 The core was written for the SDK's callbacks — a span's start, then its end — so a trace received
-whole is replayed: starts in start order (a parent before its children on ties), log facts, ends in
-end order (a child before its parent on ties). A span that roots no run leaves at once, as received
-(its bytes), when the service forwards; the core releases the others, with their scores.
+whole is replayed as the live process's worker takes a batch holding every start and end: no start
+(each span's end is in the batch, and a received span carries no context captured at its start),
+log facts, then ends in end order (a child before its parent on ties). A span that roots no run
+leaves at once, as received (its bytes), when the service forwards; the core releases the others,
+with their scores.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import END, HOLD, LOG, START
+from ..core import END, HOLD, LOG
 from ..core._otlp_spans import OTLP_SPANS
 from ._buffer import PendingTrace
 
@@ -34,20 +36,18 @@ def replay(trace: PendingTrace, *, forwarding: bool) -> tuple[list[tuple[Any, ..
         # as remote, so the span bounds its runs as the process-local root did.
         view.parent_remote = (parent is not None and parent not in ids) if remote is None else remote
         views.append(view)
-    # A span's depth only orders spans that start (or end) at the same instant: computed for such a
-    # trace only (timestamps in nanoseconds rarely tie).
+    # A span's depth only orders spans that end at the same instant: computed for such a trace only
+    # (timestamps in nanoseconds rarely tie).
     count = len(views)
-    if len({v._start_time for v in views}) == count and len({v._end_time for v in views}) == count:
+    if len({v._end_time for v in views}) == count:
         levels = [0] * count
     else:
         depth = depths(parents)
         levels = [depth[d.span_id] for d in spans]
-    # Sorted as (time, ±depth, place received): ties keep the order received, as a stable sort would.
-    starts = sorted([(v._start_time, level, i) for i, (v, level) in enumerate(zip(views, levels))])
-    items: list[tuple[Any, ...]] = [(START, views[i], None) for _, _, i in starts]
-    items.extend((LOG, facts) for facts in trace.log_facts)
+    items: list[tuple[Any, ...]] = [(LOG, facts) for facts in trace.log_facts]
     may_root = OTLP_SPANS.may_root
     passed: list[Any] = []
+    # Sorted as (time, -depth, place received): ties keep the order received, as a stable sort would.
     for _, _, i in sorted([(v._end_time, -level, i) for i, (v, level) in enumerate(zip(views, levels))]):
         s = views[i]
         try:

@@ -1,8 +1,8 @@
 """A run its trace's eviction could not see is still counted once.
 
-The core skips the start of a span whose end is in the same batch (it keeps only the context the
-start carried). When another trace's span in that batch evicts the trace, its agent span is neither
-open nor ended as far as the core knows: the run it roots is counted as ``evicted`` when its end
+The processor sends the core no start for a span whose end is in the same batch (only the context
+the start captured, as a ``CONTEXT`` item). When another trace's span in that batch evicts the trace,
+its agent span is neither open nor ended as far as the core knows: the run it roots is counted as ``evicted`` when its end
 arrives, and only then — never a second time, never silently lost.
 """
 
@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_toolscore.core import END, SDK_SPANS, START, Release, StartContext, build_core
+from otel_toolscore.core import CONTEXT, END, SDK_SPANS, Release, StartContext, build_core
 from otel_toolscore.expectations import Expectation
 from otel_toolscore.scripted import run_scripted_agent
 from otel_toolscore.settings import Settings
@@ -44,9 +44,10 @@ def test_a_run_evicted_before_the_core_saw_its_start_is_counted_once_as_evicted(
     )
     root_a = next(s for s in first if s.parent is None)
     root_b = next(s for s in second if s.parent is None)
-    # one batch: both roots start (each with its context), the second trace evicts the first, then
-    # every span ends — the first trace's spans arrive after its eviction
-    batch: list[tuple[object, ...]] = [(START, root_a, StartContext()), (START, root_b, StartContext())]
+    # one batch, as the processor hands it over: both roots' contexts (their starts are in the batch
+    # with their ends), the second trace evicts the first, then every span ends — the first trace's
+    # spans arrive after its eviction
+    batch: list[tuple[object, ...]] = [(CONTEXT, root_a, StartContext()), (CONTEXT, root_b, StartContext())]
     batch += [(END, s) for s in (*second, *first)]
     releases = [core.feed(batch), core.sweep(force=True), core.take()]
     outcomes = _outcomes(releases)

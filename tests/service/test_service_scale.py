@@ -61,7 +61,7 @@ def _service_with_span_queue(size: int) -> Running:
 
 
 def test_a_20000_span_chain_is_scored_and_other_traces_are_not_held_up() -> None:
-    # A span queue of 4,096 for a 20,000-span trace (40,000 starts and ends): the replay must wait for
+    # A span queue of 4,096 for a 20,000-span trace: the replay must wait for
     # room, or the root's end — the last one replayed — is lost and no run is scored.
     svc = _service_with_span_queue(4096)
     try:
