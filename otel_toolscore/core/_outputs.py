@@ -124,7 +124,7 @@ class Outputs:
         """:func:`only_queues` of the logger provider, asked again only when the SDK provider's
         processors changed (adding one replaces its tuple): a release may hold a single run."""
         provider = self.emitter.logger_provider
-        processors = getattr(getattr(provider, "_multi_log_record_processor", None), "_log_record_processors", None)
+        processors = _log_processors(provider)
         checked = self._checked
         if checked is not None and checked[0] is processors:
             return checked[1]
@@ -224,8 +224,7 @@ def only_queues(logger_provider: Any) -> bool:
 
         if type(logger_provider) is not LoggerProvider:
             return False
-        multi = getattr(logger_provider, "_multi_log_record_processor", None)
-        processors = getattr(multi, "_log_record_processors", None)
+        processors = _log_processors(logger_provider)
         if not isinstance(processors, tuple):
             return False
         # ours (the companion log processor) say so with a class attribute: the core knows no adapter
@@ -234,6 +233,12 @@ def only_queues(logger_provider: Any) -> bool:
         )
     except Exception:  # an SDK whose layout we do not know: take the safe path
         return False
+
+
+def _log_processors(logger_provider: Any) -> Any:
+    """The SDK logger provider's processors tuple (replaced, not changed, when one is added), or
+    ``None`` for a provider laid out otherwise."""
+    return getattr(getattr(logger_provider, "_multi_log_record_processor", None), "_log_record_processors", None)
 
 
 def _sink_dispatcher(

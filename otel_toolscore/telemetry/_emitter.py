@@ -48,8 +48,7 @@ class RunRef(NamedTuple):
 
     def context(self) -> Context:
         """A context whose current span is the evaluated span: parents events, exemplars and carriers."""
-        flags = _SAMPLED if self.sampled else _NOT_SAMPLED
-        return set_span_in_context(NonRecordingSpan(SpanContext(self.trace_id, self.span_id, False, flags)))
+        return set_span_in_context(NonRecordingSpan(self.span_context()))
 
 
 #: the two trace flags a run's span has (an int subclass: immutable, built once)
