@@ -215,10 +215,14 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 self._app_counts.add("downstream_error")
 
     @staticmethod
-    def _root_context(parent_context: otel_context.Context | None) -> StartContext:
+    def _root_context(parent_context: otel_context.Context | None) -> StartContext | None:
+        """What the application said where a local root started, or ``None`` when it said nothing
+        (no ``expect()`` block, no ``toolscore.*`` baggage): the core then keeps no context for the
+        span, which reads the same as an empty one, and the worker has no start left to match."""
         bag = baggage.get_all(parent_context) if parent_context is not None else baggage.get_all()
         mine = {k: v for k, v in bag.items() if k.startswith(_BAGGAGE_PREFIX)} if bag else None
-        return StartContext(_CURRENT_EXPECTATION.get(), mine or None)
+        exp = _CURRENT_EXPECTATION.get()
+        return None if exp is None and not mine else StartContext(exp, mine or None)
 
     def on_end(self, span: ReadableSpan) -> None:
         q = self._queue
