@@ -1,8 +1,15 @@
 """Background threads of the live pipeline: a bounded queue drained by one daemon thread.
 
 Producers never wait: :meth:`QueueWorker.put` refuses (returns ``False``) when the queue is full, and
-the caller counts the refusal. The thread polls (every 2 ms while items keep coming, backing off to
-50 ms when idle) instead of being signalled per item, so a producer pays one ``deque.append``; ``wake()`` shortens the wait when work piles up or a flush asks.
+the caller counts the refusal. The thread polls instead of being signalled per item, so a producer
+pays one ``deque.append``: every 20 ms while items keep coming, and every 50 ms once a look found
+nothing (idle), when a producer may :meth:`~QueueWorker.nudge` it at once. ``wake()`` shortens the wait
+when work piles up or a flush asks.
+
+Each wake-up costs the process CPU whether it finds work or not (a timed wait returning: 40 to 70 µs on
+the shared 2-core machine the benchmarks run on, ``docs/performance.md``), so the thread wakes as
+seldom as the latency allows: when spans trickle in (a run every few milliseconds, as agents run in
+production) a poll every 2 ms, backing off from there, cost more than the work it found.
 ``wait_idle`` and ``stop`` keep the caller's deadline whatever the handler does (a handler that hangs
 costs its own thread, never the caller's).
 """
@@ -22,8 +29,10 @@ from ._deadline import Deadline
 __all__ = ["QueueWorker"]
 
 _log = logging.getLogger(__name__)
+#: the slow poll: nothing was found at the last look (a producer may nudge the thread meanwhile)
 _POLL_S = 0.05
-_BUSY_POLL_S = 0.002
+#: the poll while items keep coming: the latency of a span handed on or a run scored, at most
+_BUSY_POLL_S = 0.02
 
 
 class _Gate:
@@ -118,9 +127,10 @@ class QueueWorker:
             self._idle_wait = poll >= _POLL_S
             self._wake.wait(poll)
             self._idle_wait = False
-            # Busy: look again soon (items are picked up within ~2 ms while they keep coming, without
-            # the producer signalling); idle: back off to the slow poll.
-            poll = _BUSY_POLL_S if q else min(_POLL_S, poll * 2)
+            # Busy: look again after the busy poll (items are picked up within it while they keep
+            # coming, without the producer signalling). Nothing found: straight to the slow poll, where
+            # a producer's nudge wakes the thread (no back-off of wake-ups that find nothing).
+            poll = _BUSY_POLL_S if q else _POLL_S
             with self._cond:
                 self._busy = True
             try:

@@ -231,7 +231,10 @@ class ToolScoreSpanProcessor(SpanProcessor):
             # one append, not the downstream's on_end nor the test of whether the span roots a run.
             q.append((_END, span))
             worker = self._worker
-            if worker._idle_wait:  # after a quiet period: wake it now (QueueWorker.nudge, inline)
+            if worker._idle_wait and _ends_a_trace_here(span):
+                # after a quiet period, a local root's end (a run, or all this process saw of its
+                # trace) wakes the worker now (QueueWorker.nudge, inline); other spans wait for the
+                # slow poll or that root: one wake-up per run when runs trickle in, not one per span
                 worker.nudge()
             return
         if not self._stopped:  # the queue is full (shut down: handed on as it is, nothing scores it)
@@ -559,3 +562,15 @@ def _register_drain(processor: ToolScoreSpanProcessor) -> Any:
     atexit.register(drain)
     return drain
 
+
+def _ends_a_trace_here(span: ReadableSpan) -> bool:
+    """Whether ``span`` is a local root (no parent, or a remote one): what this process records of
+    its trace ends with it. Never raises (the application's thread)."""
+    try:
+        try:
+            parent = span._parent
+        except AttributeError:
+            parent = span.parent
+        return parent is None or bool(parent[2] if CONTEXT_IS_TUPLE else parent.is_remote)
+    except Exception:
+        return True
