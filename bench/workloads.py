@@ -99,10 +99,14 @@ OURS = ("otel-toolscore-worker", "otel-toolscore-emitter")
 THREADS = (*OURS, "lean-design-worker")
 
 
-def measure(make: Callable[[], Pipeline], workload: str, runs: int, threads: int, content: bool) -> dict[str, Any]:
+def measure(
+    make: Callable[[], Pipeline], workload: str, runs: int, threads: int, content: bool, pause_s: float = 0.0
+) -> dict[str, Any]:
     """CPU per run of a fresh pipeline from ``make`` on ``workload``: ``agent`` (the application's
     threads), ``total`` (the whole process to the end of a final flush), per background thread
-    (ours, the lean design's worker), and counts."""
+    (ours, the lean design's worker), and counts. ``pause_s``: each application thread sleeps this
+    long after every run (runs trickling in, as agents waiting on their model run; the background
+    threads' wake-ups while the application sleeps are in ``total``)."""
     run_fn, spans_per_run, _ = WORKLOADS[workload]
     pipe = make()
     tracer = pipe.tracer
@@ -119,6 +123,8 @@ def measure(make: Callable[[], Pipeline], workload: str, runs: int, threads: int
         t0 = time.thread_time()
         for i in range(per):
             run_fn(tracer, content, k * per + i)
+            if pause_s:
+                time.sleep(pause_s)
         agent_cpu[k] = time.thread_time() - t0
 
     pool = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
