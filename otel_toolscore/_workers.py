@@ -2,9 +2,10 @@
 
 Producers never wait: :meth:`QueueWorker.put` refuses (returns ``False``) when the queue is full, and
 the caller counts the refusal. The thread polls instead of being signalled per item, so a producer
-pays one ``deque.append``: every 20 ms while items keep coming, and every 50 ms once a look found
-nothing (idle), when a producer may :meth:`~QueueWorker.nudge` it at once. ``wake()`` shortens the wait
-when work piles up or a flush asks.
+pays one ``deque.append``: every 20 ms while items keep coming. Once a look found nothing the thread is
+idle: it sleeps until its periodic work is due (the ``idle`` hook says when; 1 s without one), and the
+first item queued (:meth:`~QueueWorker.put`, or the producer's :meth:`~QueueWorker.nudge`) wakes it at
+once. ``wake()`` shortens the wait when work piles up or a flush asks.
 
 Each wake-up costs the process CPU whether it finds work or not (a timed wait returning: 40 to 70 µs on
 the shared 2-core machine the benchmarks run on, ``docs/performance.md``), so the thread wakes as
@@ -22,6 +23,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from time import monotonic
 from typing import Any
 
 from ._deadline import Deadline
@@ -29,8 +31,11 @@ from ._deadline import Deadline
 __all__ = ["QueueWorker"]
 
 _log = logging.getLogger(__name__)
-#: the slow poll: nothing was found at the last look (a producer may nudge the thread meanwhile)
+#: the slow poll: nothing was found at the last look and periodic work is due this often (a producer
+#: may nudge the thread meanwhile)
 _POLL_S = 0.05
+#: the idle sleep of a thread with no periodic work due (its producers wake it)
+IDLE_POLL_S = 1.0
 #: the poll while items keep coming: the latency of a span handed on or a run scored, at most
 _BUSY_POLL_S = 0.02
 
@@ -68,7 +73,9 @@ class QueueWorker:
         name: the thread's name.
         handle: called with a batch (a list) of items; exceptions are logged at debug level.
         capacity: most items queued; :meth:`put` refuses beyond it.
-        idle: called after every batch and on every poll with nothing queued (periodic work).
+        idle: called after every batch and on every poll with nothing queued (periodic work); it
+            returns how long the thread may then sleep idle before it is due again (seconds; ``None``:
+            the slow poll, 50 ms). Without it the thread sleeps :data:`IDLE_POLL_S` when idle.
         wake_at: queued items that wake the thread before its next poll.
         lock: held while a batch is taken from the queue and handled, so another thread holding it
             may drain the queue itself (items are handled in queue order either way).
@@ -80,7 +87,7 @@ class QueueWorker:
         handle: Callable[[list[Any]], None],
         capacity: int,
         *,
-        idle: Callable[[], None] | None = None,
+        idle: Callable[[], float | None] | None = None,
         wake_at: int = 512,
         lock: threading.Lock | None = None,
     ) -> None:
@@ -94,6 +101,7 @@ class QueueWorker:
         self._cond = threading.Condition()
         self._busy = False
         self._idle_wait = False
+        self._idle_poll = _POLL_S if idle is not None else IDLE_POLL_S
         #: increases after every batch and poll: a thread whose count stands still is stuck
         self.progress = 0
         self._stopped = False
@@ -106,7 +114,8 @@ class QueueWorker:
         if len(q) >= self.capacity:
             return False
         q.append(item)
-        if len(q) >= self._wake_at:
+        if self._idle_wait or len(q) >= self._wake_at:  # the first item after a quiet period, or a pile
+            self._idle_wait = False
             self._wake.set()
         return True
 
@@ -122,15 +131,28 @@ class QueueWorker:
 
     def _run(self) -> None:
         q = self.queue
-        poll = _POLL_S
+        poll = self._idle_poll
+        # Sparse traffic: a busy poll found nothing, so after the next batch the thread goes straight
+        # back to its idle sleep (one wake-up per nudge, not two); dense again once items follow an
+        # idle sleep within a busy poll.
+        sparse = False
+        slept_at = 0.0
         while True:
-            self._idle_wait = poll >= _POLL_S
-            self._wake.wait(poll)
+            idle = poll > _BUSY_POLL_S
+            self._idle_wait = idle
+            if idle:
+                slept_at = monotonic()
+            if not (idle and q):  # an item queued as the thread went idle (its producer saw it busy)
+                self._wake.wait(poll)
             self._idle_wait = False
             # Busy: look again after the busy poll (items are picked up within it while they keep
-            # coming, without the producer signalling). Nothing found: straight to the slow poll, where
+            # coming, without the producer signalling). Nothing found: straight to the idle sleep, where
             # a producer's nudge wakes the thread (no back-off of wake-ups that find nothing).
-            poll = _BUSY_POLL_S if q else _POLL_S
+            busy = bool(q)
+            if not idle:
+                sparse = not busy
+            elif busy and sparse and monotonic() - slept_at < _BUSY_POLL_S:
+                sparse = False
             with self._cond:
                 self._busy = True
             try:
@@ -155,13 +177,16 @@ class QueueWorker:
                     self._cond.notify_all()
             if self._stopped and not q:
                 return
+            poll = _BUSY_POLL_S if q or (busy and not sparse) else self._idle_poll
 
     def _run_idle_hook(self) -> None:
         self.progress += 1
         if self._idle_hook is not None:
             try:
-                self._idle_hook()
+                due = self._idle_hook()
+                self._idle_poll = _POLL_S if due is None else min(IDLE_POLL_S, max(_BUSY_POLL_S, float(due)))
             except Exception:
+                self._idle_poll = _POLL_S
                 _log.debug("otel-toolscore background hook failed", exc_info=True)
 
     def wait_idle(self, deadline: float) -> bool:

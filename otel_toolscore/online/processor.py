@@ -35,7 +35,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .._deadline import Deadline
-from .._workers import QueueWorker
+from .._workers import IDLE_POLL_S, QueueWorker
 from ..core import (
     CONTEXT,
     CONTEXT_IS_TUPLE,
@@ -72,6 +72,11 @@ _START, _END, _HOLD, _LOG, _CONTEXT = START, END, HOLD, LOG, CONTEXT
 _BAGGAGE_PREFIX = "toolscore."
 #: Roots whose end found the span queue full, kept for the worker to count as lost runs.
 _LOST_ROOTS = 4096
+#: How often the worker sweeps held roots and timed-out traces while the core holds any (a root's
+#: grace is honoured to within this).
+_SWEEP_S = 0.05
+#: Queued items that wake an idle worker before a root ends (a long run's spans piling up).
+_IDLE_WAKE_AT = 1024
 
 
 may_root_a_run = SDK_SPANS.may_root
@@ -231,10 +236,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
             # one append, not the downstream's on_end nor the test of whether the span roots a run.
             q.append((_END, span))
             worker = self._worker
-            if worker._idle_wait and _ends_a_trace_here(span):
+            if worker._idle_wait and (len(q) >= _IDLE_WAKE_AT or _ends_a_trace_here(span)):
                 # after a quiet period, a local root's end (a run, or all this process saw of its
-                # trace) wakes the worker now (QueueWorker.nudge, inline); other spans wait for the
-                # slow poll or that root: one wake-up per run when runs trickle in, not one per span
+                # trace) wakes the worker now (QueueWorker.nudge, inline); other spans wait for that
+                # root, a pile of them or the worker's periodic work: one wake-up per run when runs
+                # trickle in, not one per span
                 worker.nudge()
             return
         if not self._stopped:  # the queue is full (shut down: handed on as it is, nothing scores it)
@@ -329,10 +335,13 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 append(item)
         return out
 
-    def _idle(self) -> None:
-        """After each batch and on every poll: held roots past their grace, timeouts, counters."""
+    def _idle(self) -> float:
+        """After each batch and on every poll: held roots past their grace, timeouts, counters.
+        Returns how long the worker may sleep when nothing is queued: the sweep's period while the core
+        holds a trace (a root's grace, a trace's timeout), :data:`IDLE_POLL_S` when it holds none (the
+        next root's end, or a pile of spans, nudges it)."""
         now = time.monotonic()
-        if now - self._last_sweep >= 0.05:
+        if now - self._last_sweep >= _SWEEP_S:
             self._last_sweep = now
             with self._core_lock:
                 self._sweep(force=False)
@@ -340,6 +349,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
         if self._lost_roots or self._app_counts.dirty:
             with self._core_lock:
                 self._flush_counts()
+        if self._forwards or self._core.table or self._lost_roots or self._app_counts.dirty:
+            return _SWEEP_S
+        return IDLE_POLL_S
 
     def _sweep(self, force: bool) -> None:
         token = otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True))
