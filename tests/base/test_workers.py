@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
+import pytest
+
+from otel_toolscore import _workers as workers
 from otel_toolscore._workers import QueueWorker, _Gate
 
 
@@ -63,3 +67,53 @@ def test_the_worker_handles_items_in_order_wakes_on_demand_and_drains_at_stop() 
         assert worker.stop(time.monotonic() + 10)
     assert handled == list(range(200))
     assert idle.is_set()
+
+
+def _until(check: Any, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def test_an_idle_worker_sleeps_until_an_item_is_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Idle, a thread without periodic work sleeps (here: 60 s); the first item queued wakes it at once.
+    monkeypatch.setattr(workers, "IDLE_POLL_S", 60.0)
+    handled: list[int] = []
+    worker = QueueWorker("test-idle", handled.extend, 1_000)
+    try:
+        assert _until(lambda: worker._idle_wait)
+        assert worker.put(1)
+        assert _until(lambda: handled == [1])
+        assert _until(lambda: worker._idle_wait)  # nothing more: asleep again
+        progress = worker.progress
+        time.sleep(0.3)
+        assert worker.progress == progress  # no wake-up that finds nothing
+    finally:
+        assert worker.stop(time.monotonic() + 10)
+
+
+def test_the_idle_hook_says_how_long_the_thread_sleeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers, "IDLE_POLL_S", 60.0)
+    due: list[float | None] = [60.0]
+    calls: list[float] = []
+
+    def idle() -> float | None:
+        calls.append(time.monotonic())
+        return due[0]
+
+    worker = QueueWorker("test-hook", lambda batch: None, 1_000, idle=idle)
+    try:
+        assert _until(lambda: worker._idle_wait)
+        due[0] = 0.05  # periodic work due: the hook is asked again within its period
+        worker.nudge()
+        assert _until(lambda: len(calls) >= 6)
+        due[0] = 60.0
+        time.sleep(0.2)  # the next call hears it
+        settled = len(calls)
+        time.sleep(0.3)
+        assert len(calls) == settled  # nothing due: no poll
+    finally:
+        assert worker.stop(time.monotonic() + 10)

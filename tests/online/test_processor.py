@@ -584,3 +584,52 @@ def test_an_unsampled_recorded_run_is_scored_with_its_sampled_flag_kept() -> Non
         assert all(e.attributes["gen_ai.evaluation.score.value"] == 1.0 for e in events)
     finally:
         provider.shutdown()
+
+
+def test_an_idle_worker_wakes_for_a_root_not_for_each_span(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle (nothing pending), the worker sleeps until a local root ends (a run is complete) or spans
+    pile up: not one wake-up per span. Its other polls are pushed out of the way here (60 s)."""
+    from opentelemetry.trace import set_span_in_context
+
+    from otel_toolscore import _workers as workers
+    from otel_toolscore.online import processor as processor_module
+
+    monkeypatch.setattr(workers, "IDLE_POLL_S", 60.0)
+    monkeypatch.setattr(processor_module, "IDLE_POLL_S", 60.0)
+    p = make_pipeline(expectations=[Expectation(expected_tool="t")])
+    worker = p.processor._worker
+
+    def until(check: Any) -> bool:
+        deadline = time.monotonic() + 5
+        while not check():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    asleep = lambda: worker._idle_wait and worker._idle_poll > 1  # noqa: E731
+    try:
+        assert until(asleep)
+        tracer = p.tracer
+        root = tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+        tool = tracer.start_span(
+            "execute_tool t", context=set_span_in_context(root),
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
+        )
+        tool.end()
+        time.sleep(0.3)
+        assert len(p.processor._queue) == 3 and p.spans.get_finished_spans() == ()  # still asleep
+        root.end()  # the run is complete: the worker wakes and scores it, no flush asked
+        assert until(lambda: len(p.roots()) == 1)
+        assert p.roots()[0].attributes["toolscore.code.score"] == 1.0
+        assert until(asleep)
+        # a long run's spans piling up wake it before its root ends
+        root = tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+        ctx = set_span_in_context(root)
+        for _ in range(600):
+            tracer.start_span("step", context=ctx).end()
+        assert until(lambda: len(p.spans.get_finished_spans()) >= 2 + 500)
+        root.end()
+        p.flush()
+    finally:
+        p.provider.shutdown()
