@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .._deadline import Deadline
 from .._version import __version__
+from .._workers import IDLE_POLL_S, _Gate
 from ..core import Release, ScoredRun, build_core
 from ..core._otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
@@ -150,6 +151,11 @@ class ScoringService:
         )
         self._instruments()
         self._stop = threading.Event()
+        # The scorer thread looks every tick while traces are pending, and sleeps while none is: the
+        # first span or log record accepted wakes it (each timed wake-up costs CPU, found work or not;
+        # docs/architecture.md, "When the background threads wake").
+        self._scorer_wake = _Gate()
+        self._scorer_idle = False
         self._draining = False
         self._drain_deadline: Deadline | None = None  # scoring stops here while draining
         self._started = False
@@ -250,6 +256,7 @@ class ScoringService:
             self.emitter.count_drop("duplicate_span", admission.duplicates)
         if len(decoded) > admission.duplicates:
             self._received.add(len(decoded) - admission.duplicates, {names.ATTR_SIGNAL: "spans"})
+            self._wake_scorer()
         if admission.late:
             self._late(admission.late)
         return IntakeResult(True, rejected=invalid)
@@ -288,15 +295,32 @@ class ScoringService:
             return IntakeResult(False, "overload")
         if total:
             self._received.add(total, {names.ATTR_SIGNAL: "logs"})
+            self._wake_scorer()
         if late:
             self.emitter.count_drop("late_log", late)
         return IntakeResult(True)
 
     # -- scoring ----------------------------------------------------------------------------------------
+    def _wake_scorer(self) -> None:
+        """Wake the scorer thread if it sleeps for want of pending traces (a receiver's thread)."""
+        if self._scorer_idle:
+            self._scorer_idle = False
+            self._scorer_wake.set()
+
     def _run_scorer(self) -> None:
         quiet = self.config.service.quiet_period_ms / 1000
         tick = min(0.05, max(0.005, quiet / 4))
-        while not self._stop.wait(tick):
+        stop = self._stop
+        while not stop.is_set():
+            if self.buffer.traces or self._core.table:
+                self._scorer_wake.wait(tick)  # quiet periods, timeouts and held roots to watch
+            else:
+                self._scorer_idle = True
+                if not self.buffer.traces:  # nothing buffered as it went idle (that sender saw it busy)
+                    self._scorer_wake.wait(IDLE_POLL_S)
+                self._scorer_idle = False
+            if stop.is_set():
+                return
             try:
                 self.score_due()
             except Exception:
@@ -466,6 +490,7 @@ class ScoringService:
         if grpc_recv is not None:
             grpc_recv.stop(grace=min(2.0, budget / 4))
         self._stop.set()
+        self._scorer_wake.set()
         if self._scorer.is_alive():
             self._scorer.join(timeout=max(0.1, plan.scored_by.remaining()))
         self.score_due(everything=True)

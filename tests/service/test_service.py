@@ -703,3 +703,30 @@ def test_log_drops_are_counted_and_otlp_json_logs_accepted() -> None:
         assert running.service.buffer.traces == 0
     finally:
         running.service.shutdown(timeout_s=5)
+
+
+def test_an_idle_scorer_sleeps_until_spans_arrive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With nothing pending the scorer thread sleeps (here: 60 s) instead of ticking; the first
+    accepted request wakes it, and the run is scored once its quiet period has passed."""
+    from otel_toolscore.service import _app
+
+    monkeypatch.setattr(_app, "IDLE_POLL_S", 60.0)
+    running = start_service()
+    service = running.service
+    try:
+        deadline = time.monotonic() + 5
+        while not service._scorer_idle and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert service._scorer_idle  # asleep: nothing pending
+        exporter = HttpSpanExporter(endpoint=f"{running.http}/v1/traces")
+        tp, _, _ = live_pipeline(exporter)
+        run_scripted_agent(tp.get_tracer("test.agent"), "weather_agent", "Weather in Paris?", ["get_weather"])
+        tp.shutdown()
+        (scored,) = running.wait_scored(1, timeout=10)  # long before the 60 s sleep would have ended
+        assert summary(scored)[:2] == ("weather_agent", ("get_weather",))
+        deadline = time.monotonic() + 5
+        while not service._scorer_idle and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert service._scorer_idle  # nothing pending any more: asleep again
+    finally:
+        service.shutdown(timeout_s=5)
