@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-# How often an idle worker wakes to count skip signals, and the longest wait between idle checks.
+# The longest wait between checks of a flush waiting for the queue to empty.
 _POLL_S = 0.2
+# How often the first worker wakes to count skip signals when no run comes (the others sleep until a
+# run, or shutdown, wakes them: each timed wake-up costs CPU, found work or not).
+_SIGNALS_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,8 @@ class RunQueue:
     def __init__(self, size: int, workers: int) -> None:
         self.size = size
         self.workers = workers
-        self._queue: queue.Queue[QueuedRun] = queue.Queue(maxsize=size)
+        # None: shutdown's wake-up for a worker sleeping on an empty queue
+        self._queue: queue.Queue[QueuedRun | None] = queue.Queue(maxsize=size)
         # Skip reasons signalled from the span's thread (deque.append is atomic); workers count them.
         self._signals: deque[str] = deque()
         self.emitter: Emitter | None = None
@@ -84,6 +88,8 @@ class RunQueue:
         self._skipped: Counter[str] = Counter()
         self.closed = False
         self._stop = threading.Event()
+        #: shutdown's wake-ups (``None`` items) still in the queue: not runs, never counted as queued
+        self._wakeups = 0
 
     def start(
         self,
@@ -100,9 +106,9 @@ class RunQueue:
             if self.closed:
                 raise RuntimeError("this Judge was shut down")
             self.emitter, self._judge, self._write = emitter, judge, write
-            emitter.observe_judge_queue(self._queue.qsize)
+            emitter.observe_judge_queue(self.qsize)
             for i in range(self.workers):
-                t = threading.Thread(target=self._work, name=f"otel-toolscore-judge-{i}", daemon=True)
+                t = threading.Thread(target=self._work, args=(i,), name=f"otel-toolscore-judge-{i}", daemon=True)
                 t.start()
                 self._threads.append(t)
 
@@ -128,12 +134,18 @@ class RunQueue:
             self.drain_signals()  # no worker will
 
     # -- workers --------------------------------------------------------------------------------------
-    def _work(self) -> None:
+    def _work(self, index: int) -> None:
+        timeout = _SIGNALS_S if index == 0 else None  # one worker counts skips while no run comes
         while not self._stop.is_set():
             try:
-                item = self._queue.get(timeout=_POLL_S)
+                item = self._queue.get(timeout=timeout)
             except queue.Empty:
                 self.drain_signals()
+                continue
+            if item is None:  # shutdown's wake-up
+                with self._lock:
+                    self._wakeups -= 1
+                self._queue.task_done()
                 continue
             try:
                 self.drain_signals()
@@ -214,10 +226,11 @@ class RunQueue:
             requests = dict(self._requests)
             skipped = dict(self._skipped)
             in_flight = len(self._in_flight)
-        return requests, skipped, in_flight, self._queue.qsize()
+        return requests, skipped, in_flight, self.qsize()
 
     def qsize(self) -> int:
-        return self._queue.qsize()
+        """Runs queued (shutdown's wake-ups left out)."""
+        return max(0, self._queue.qsize() - self._wakeups)
 
     def wait_idle(self, deadline: Deadline) -> bool:
         """Wait until every queued run is judged or skipped, or ``deadline`` passes (``False``)."""
@@ -245,7 +258,7 @@ class RunQueue:
             except queue.Empty:
                 break
             with self._lock:
-                if item.state == "queued":
+                if item is not None and item.state == "queued":
                     item.state = "abandoned"
                     abandoned += 1
             self._queue.task_done()
@@ -258,6 +271,13 @@ class RunQueue:
             if abandoned:
                 self._skipped["abandoned"] += abandoned
         self._stop.set()
+        for _ in self._threads:  # wake the workers sleeping on the empty queue
+            with self._lock:
+                try:
+                    self._queue.put_nowait(None)
+                except queue.Full:  # runs put after the close: those workers see the stop after them
+                    break
+                self._wakeups += 1
         self.drain_signals()
         if abandoned and self.emitter is not None:
             self.emitter.count_judge_skip("abandoned", abandoned)

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolscore import (
+    AgentRun,
     Expectation,
     Judge,
     JudgeSampler,
@@ -447,6 +448,9 @@ def test_force_flush_waits_for_queued_judgments_up_to_its_timeout(server: OpenAI
 def test_shutdown_under_load_loses_nothing_silently(server: OpenAITestServer) -> None:
     server.delay = 0.25
     pipe = make_pipe(server.base_url, workers=2, queue_size=15)
+    # The first judgment of a process imports the OpenAI client (about a second here): done before
+    # the clock starts, or run alone this test judged nothing within its 0.6 s shutdown budget.
+    assert pipe.judge.scorer.run(AgentRun(run_id="warm-up", user_query="q")) is not None
     offered = 40
     for _ in range(offered):
         pipe.agent_run()
@@ -528,3 +532,23 @@ def test_the_application_flag_asks_for_a_judgment_via_attribute_or_baggage(serve
     assert pipe.counter("toolscore.judge.skipped", **{"toolscore.reason": "not_sampled"}) == 1
     _assert_accounted(pipe, 3)
     pipe.provider.shutdown()
+
+
+def test_idle_judge_workers_sleep_and_shutdown_wakes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no run queued the workers do not poll: one counts skips now and then (here every 60 s),
+    the others sleep until a run comes. Shutdown wakes them at once, and skips still reach the
+    metrics by a flush."""
+    from otel_toolscore.judge import _queue
+
+    monkeypatch.setattr(_queue, "_SIGNALS_S", 60.0)
+    pipe = make_pipe("http://127.0.0.1:9/v1", workers=4)  # never called: nothing is sampled below
+    queue = pipe.judge._runs
+    time.sleep(0.2)  # the workers are asleep on the empty queue
+    queue.skip("rate_limited")
+    assert pipe.flush()
+    assert pipe.counter("toolscore.judge.skipped", **{"toolscore.reason": "rate_limited"}) == 1
+    started = time.perf_counter()
+    pipe.provider.shutdown()
+    assert time.perf_counter() - started < 0.4  # each join(0.5) would wait out a sleeping worker
+    assert not any(t.is_alive() for t in queue._threads)
+    assert queue.qsize() == 0  # shutdown's wake-ups are not runs
