@@ -28,7 +28,7 @@ from typing import Any
 
 from ._deadline import Deadline
 
-__all__ = ["QueueWorker"]
+__all__ = ["IDLE_POLL_S", "QueueWorker", "WakeGate"]
 
 _log = logging.getLogger(__name__)
 #: the slow poll: nothing was found at the last look and periodic work is due this often (a producer
@@ -40,19 +40,28 @@ IDLE_POLL_S = 1.0
 _BUSY_POLL_S = 0.02
 
 
-class _Gate:
+class WakeGate:
     """A wake-up signal for the one thread that waits on it: :meth:`set` from any thread; :meth:`wait`
     returns ``True`` once set (taking the signal) or ``False`` at its timeout; a signal given while
     nobody waits is kept for the next wait. A lock used as a binary semaphore: both sides are a single
     C call, where ``threading.Event.wait`` runs a ``Condition`` in Python (a lock allocated per wait,
-    a waiters list): about a third less CPU per wake-up, and the worker wakes every few milliseconds
-    while spans trickle in."""
+    a waiters list): about a third less CPU per wake-up.
 
-    __slots__ = ("_lock",)
+    ``idle``: the waiting thread says it sleeps for want of work (it sets the flag before its wait and
+    clears it after); :meth:`nudge` signals it only then, so a producer pays an attribute read while
+    the thread is busy and one signal after a quiet period."""
+
+    __slots__ = ("_lock", "idle")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
+        self.idle = False
+
+    def nudge(self) -> None:
+        if self.idle:
+            self.idle = False
+            self.set()
 
     def set(self) -> None:
         lock = self._lock
@@ -97,10 +106,9 @@ class QueueWorker:
         self._idle_hook = idle
         self._wake_at = wake_at
         self._lock: AbstractContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
-        self._wake = _Gate()
+        self._wake = WakeGate()
         self._cond = threading.Condition()
         self._busy = False
-        self._idle_wait = False
         self._idle_poll = _POLL_S if idle is not None else IDLE_POLL_S
         #: increases after every batch and poll: a thread whose count stands still is stuck
         self.progress = 0
@@ -114,23 +122,22 @@ class QueueWorker:
         if len(q) >= self.capacity:
             return False
         q.append(item)
-        if self._idle_wait or len(q) >= self._wake_at:  # the first item after a quiet period, or a pile
-            self._idle_wait = False
+        if len(q) >= self._wake_at:  # a pile
             self._wake.set()
+        else:  # the first item after a quiet period
+            self._wake.nudge()
         return True
 
     def wake(self) -> None:
         self._wake.set()
 
     def nudge(self) -> None:
-        """Wake the thread only if it is in its slow (idle) poll: costs the producer an attribute read
-        while work keeps coming, and one event signal after a quiet period."""
-        if self._idle_wait:
-            self._idle_wait = False
-            self._wake.set()
+        """Wake the thread only if it sleeps idle (:meth:`WakeGate.nudge`)."""
+        self._wake.nudge()
 
     def _run(self) -> None:
         q = self.queue
+        gate = self._wake
         poll = self._idle_poll
         # Sparse traffic: a busy poll found nothing, so after the next batch the thread goes straight
         # back to its idle sleep (one wake-up per nudge, not two); dense again once items follow an
@@ -139,12 +146,12 @@ class QueueWorker:
         slept_at = 0.0
         while True:
             idle = poll > _BUSY_POLL_S
-            self._idle_wait = idle
+            gate.idle = idle
             if idle:
                 slept_at = monotonic()
             if not (idle and q):  # an item queued as the thread went idle (its producer saw it busy)
-                self._wake.wait(poll)
-            self._idle_wait = False
+                gate.wait(poll)
+            gate.idle = False
             # Busy: look again after the busy poll (items are picked up within it while they keep
             # coming, without the producer signalling). Nothing found: straight to the idle sleep, where
             # a producer's nudge wakes the thread (no back-off of wake-ups that find nothing).

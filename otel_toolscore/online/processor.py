@@ -188,6 +188,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             lock=self._core_lock,
         )
         self._queue = self._worker.queue
+        self._worker_gate = self._worker._wake  # read by on_end: is the worker asleep for want of work
         self._capacity = s.span_queue_size
         if judge is not None:
             self.outputs.bind_judge(before_flush=self._score_queued)
@@ -235,13 +236,13 @@ class ToolScoreSpanProcessor(SpanProcessor):
             # The worker hands the span on (a root with its score): the application's thread pays
             # one append, not the downstream's on_end nor the test of whether the span roots a run.
             q.append((_END, span))
-            worker = self._worker
-            if worker._idle_wait and (len(q) >= _IDLE_WAKE_AT or _ends_a_trace_here(span)):
+            gate = self._worker_gate
+            if gate.idle and (len(q) >= _IDLE_WAKE_AT or _ends_a_trace_here(span)):
                 # after a quiet period, a local root's end (a run, or all this process saw of its
                 # trace) wakes the worker now (QueueWorker.nudge, inline); other spans wait for that
                 # root, a pile of them or the worker's periodic work: one wake-up per run when runs
                 # trickle in, not one per span
-                worker.nudge()
+                gate.nudge()
             return
         if not self._stopped:  # the queue is full (shut down: handed on as it is, nothing scores it)
             self._app_counts.add("span_queue_full")

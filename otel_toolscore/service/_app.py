@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 from .._deadline import Deadline
 from .._version import __version__
-from .._workers import IDLE_POLL_S, _Gate
+from .._workers import IDLE_POLL_S, WakeGate
 from ..core import Release, ScoredRun, build_core
 from ..core._otlp_spans import OTLP_SPANS, OtlpSpan
 from ..extract import SpanFacts, read_log
@@ -154,8 +154,7 @@ class ScoringService:
         # The scorer thread looks every tick while traces are pending, and sleeps while none is: the
         # first span or log record accepted wakes it (each timed wake-up costs CPU, found work or not;
         # docs/architecture.md, "When the background threads wake").
-        self._scorer_wake = _Gate()
-        self._scorer_idle = False
+        self._scorer_wake = WakeGate()
         self._draining = False
         self._drain_deadline: Deadline | None = None  # scoring stops here while draining
         self._started = False
@@ -256,7 +255,7 @@ class ScoringService:
             self.emitter.count_drop("duplicate_span", admission.duplicates)
         if len(decoded) > admission.duplicates:
             self._received.add(len(decoded) - admission.duplicates, {names.ATTR_SIGNAL: "spans"})
-            self._wake_scorer()
+            self._scorer_wake.nudge()
         if admission.late:
             self._late(admission.late)
         return IntakeResult(True, rejected=invalid)
@@ -295,30 +294,25 @@ class ScoringService:
             return IntakeResult(False, "overload")
         if total:
             self._received.add(total, {names.ATTR_SIGNAL: "logs"})
-            self._wake_scorer()
+            self._scorer_wake.nudge()
         if late:
             self.emitter.count_drop("late_log", late)
         return IntakeResult(True)
 
     # -- scoring ----------------------------------------------------------------------------------------
-    def _wake_scorer(self) -> None:
-        """Wake the scorer thread if it sleeps for want of pending traces (a receiver's thread)."""
-        if self._scorer_idle:
-            self._scorer_idle = False
-            self._scorer_wake.set()
-
     def _run_scorer(self) -> None:
         quiet = self.config.service.quiet_period_ms / 1000
         tick = min(0.05, max(0.005, quiet / 4))
         stop = self._stop
+        gate = self._scorer_wake
         while not stop.is_set():
             if self.buffer.traces or self._core.table:
-                self._scorer_wake.wait(tick)  # quiet periods, timeouts and held roots to watch
+                gate.wait(tick)  # quiet periods, timeouts and held roots to watch
             else:
-                self._scorer_idle = True
+                gate.idle = True
                 if not self.buffer.traces:  # nothing buffered as it went idle (that sender saw it busy)
-                    self._scorer_wake.wait(IDLE_POLL_S)
-                self._scorer_idle = False
+                    gate.wait(IDLE_POLL_S)
+                gate.idle = False
             if stop.is_set():
                 return
             try:

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from otel_toolscore import _workers as workers
-from otel_toolscore._workers import QueueWorker, _Gate
+from otel_toolscore._workers import QueueWorker, WakeGate
 
 
 def test_a_signal_given_while_nobody_waits_is_kept_once() -> None:
-    gate = _Gate()
+    gate = WakeGate()
     assert gate.wait(0) is False  # nothing given yet
     gate.set()
     gate.set()  # given twice before anyone waits: still one signal
@@ -22,7 +22,7 @@ def test_a_signal_given_while_nobody_waits_is_kept_once() -> None:
 
 
 def test_signals_from_many_threads_never_raise_and_wake_the_waiter() -> None:
-    gate = _Gate()
+    gate = WakeGate()
     errors: list[BaseException] = []
 
     def hammer() -> None:
@@ -84,10 +84,10 @@ def test_an_idle_worker_sleeps_until_an_item_is_queued(monkeypatch: pytest.Monke
     handled: list[int] = []
     worker = QueueWorker("test-idle", handled.extend, 1_000)
     try:
-        assert _until(lambda: worker._idle_wait)
+        assert _until(lambda: worker._wake.idle)
         assert worker.put(1)
         assert _until(lambda: handled == [1])
-        assert _until(lambda: worker._idle_wait)  # nothing more: asleep again
+        assert _until(lambda: worker._wake.idle)  # nothing more: asleep again
         progress = worker.progress
         time.sleep(0.3)
         assert worker.progress == progress  # no wake-up that finds nothing
@@ -106,7 +106,7 @@ def test_the_idle_hook_says_how_long_the_thread_sleeps(monkeypatch: pytest.Monke
 
     worker = QueueWorker("test-hook", lambda batch: None, 1_000, idle=idle)
     try:
-        assert _until(lambda: worker._idle_wait)
+        assert _until(lambda: worker._wake.idle)
         due[0] = 0.05  # periodic work due: the hook is asked again within its period
         worker.nudge()
         assert _until(lambda: len(calls) >= 6)

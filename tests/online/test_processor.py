@@ -607,7 +607,7 @@ def test_an_idle_worker_wakes_for_a_root_not_for_each_span(monkeypatch: pytest.M
             time.sleep(0.005)
         return True
 
-    asleep = lambda: worker._idle_wait and worker._idle_poll > 1  # noqa: E731
+    asleep = lambda: worker._wake.idle and worker._idle_poll > 1  # noqa: E731
     try:
         assert until(asleep)
         tracer = p.tracer

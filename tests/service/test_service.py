@@ -715,9 +715,9 @@ def test_an_idle_scorer_sleeps_until_spans_arrive(monkeypatch: pytest.MonkeyPatc
     service = running.service
     try:
         deadline = time.monotonic() + 5
-        while not service._scorer_idle and time.monotonic() < deadline:
+        while not service._scorer_wake.idle and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert service._scorer_idle  # asleep: nothing pending
+        assert service._scorer_wake.idle  # asleep: nothing pending
         exporter = HttpSpanExporter(endpoint=f"{running.http}/v1/traces")
         tp, _, _ = live_pipeline(exporter)
         run_scripted_agent(tp.get_tracer("test.agent"), "weather_agent", "Weather in Paris?", ["get_weather"])
@@ -725,8 +725,8 @@ def test_an_idle_scorer_sleeps_until_spans_arrive(monkeypatch: pytest.MonkeyPatc
         (scored,) = running.wait_scored(1, timeout=10)  # long before the 60 s sleep would have ended
         assert summary(scored)[:2] == ("weather_agent", ("get_weather",))
         deadline = time.monotonic() + 5
-        while not service._scorer_idle and time.monotonic() < deadline:
+        while not service._scorer_wake.idle and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert service._scorer_idle  # nothing pending any more: asleep again
+        assert service._scorer_wake.idle  # nothing pending any more: asleep again
     finally:
         service.shutdown(timeout_s=5)
