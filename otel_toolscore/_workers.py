@@ -88,6 +88,7 @@ class QueueWorker:
         wake_at: queued items that wake the thread before its next poll.
         lock: held while a batch is taken from the queue and handled, so another thread holding it
             may drain the queue itself (items are handled in queue order either way).
+        max_batch: most items handed to ``handle`` at once.
     """
 
     def __init__(
@@ -99,8 +100,10 @@ class QueueWorker:
         idle: Callable[[], float | None] | None = None,
         wake_at: int = 512,
         lock: threading.Lock | None = None,
+        max_batch: int = 4096,
     ) -> None:
         self.queue: deque[Any] = deque()
+        self._max_batch = max_batch
         self.capacity = capacity
         self._handle = handle
         self._idle_hook = idle
@@ -166,7 +169,8 @@ class QueueWorker:
                 while q:
                     with self._lock:
                         batch: list[Any] = []
-                        while q and len(batch) < 4096:
+                        limit = self._max_batch
+                        while q and len(batch) < limit:
                             try:
                                 batch.append(q.popleft())
                             except IndexError:

@@ -117,3 +117,20 @@ def test_the_idle_hook_says_how_long_the_thread_sleeps(monkeypatch: pytest.Monke
         assert len(calls) == settled  # nothing due: no poll
     finally:
         assert worker.stop(time.monotonic() + 10)
+
+
+def test_the_worker_hands_on_at_most_max_batch_items_at_once() -> None:
+    """A backlog is taken in bounded batches: what a batch builds stays alive until it is handled."""
+    sizes: list[int] = []
+    lock = threading.Lock()
+    worker = QueueWorker("test-worker", lambda batch: sizes.append(len(batch)), 10_000, lock=lock, max_batch=256)
+    try:
+        with lock:  # no batch taken while the backlog is queued
+            for i in range(1_000):
+                assert worker.put(i)
+        worker.wake()
+        assert worker.wait_idle(time.monotonic() + 10)
+        assert sum(sizes) == 1_000
+        assert max(sizes) == 256
+    finally:
+        worker.stop(time.monotonic() + 5)
