@@ -105,3 +105,26 @@ def test_instruction_count_driver_processes_what_it_queued(lean: str) -> None:
         assert proc.returncode == 0, proc.stderr[-4000:]
         # 2 * 3 + 20 runs queued: the warm-up's 23, and the counted 3 when counting
         assert f"scored roots: {23 + (3 if count == '1' else 0)}" in proc.stdout, proc.stdout
+
+
+@pytest.mark.timeout(180)
+def test_ab_comparison_measures_both_trees_and_reports_the_difference() -> None:
+    """``bench/compare.py`` measures each source tree in its own processes, alternating, and prints each
+    one's ratios and the difference (here the same tree twice, one process and one round each)."""
+    proc = subprocess.run(
+        [sys.executable, "bench/compare.py", str(ROOT), str(ROOT), "--pairs", "1", "--rounds", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=170, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("genai7, 1 thread, content off: whole process over the SDK alone")
+    for name in ("A", "B"):
+        row = next(line for line in lines if line.startswith(f"  {name} "))
+        ratio = float(row.split("mean ")[1].split()[0])
+        assert 0.5 < ratio < 10  # the processor costs something, within reason
+    assert lines[-1].startswith("  B - A: ")
+    bad = subprocess.run(
+        [sys.executable, "bench/compare.py", str(ROOT), str(ROOT), "--pairs", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert bad.returncode == 2 and "--pairs" in bad.stderr
