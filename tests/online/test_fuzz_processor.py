@@ -123,6 +123,7 @@ class Rig:
     provider: TracerProvider
     spans: InMemorySpanExporter
     metrics: InMemoryMetricReader
+    logs: InMemoryLogRecordExporter
 
     def counter(self, name: str, **attrs: Any) -> int:
         return counter_total(self.metrics, name, **attrs)
@@ -146,7 +147,7 @@ def rig(**options: Any) -> Rig:
     )
     provider = TracerProvider()
     provider.add_span_processor(processor)
-    return Rig(processor, provider, spans, reader)
+    return Rig(processor, provider, spans, reader, logs)
 
 
 # No shrinking phase: shrinking huge-string examples through a threaded pipeline can take minutes;
@@ -181,7 +182,18 @@ def test_sdk_spans_with_any_attributes(trees: list[Any], data: Any, capture: boo
     # An exception inside the processor is swallowed and counted; with SDK-valid input there should be none.
     assert r.counter("toolscore.dropped", **{"toolscore.reason": "malformed_span"}) == 0
     roots = [s for s in r.spans.get_finished_spans() if "toolscore.code.score" in (s.attributes or {})]
-    assert r.counter("toolscore.runs", **{"toolscore.outcome": "scored"}) == len(roots)
+    scored = r.counter("toolscore.runs", **{"toolscore.outcome": "scored"})
+    # Every scored run writes one evaluation record parented to its root; the root's copy carries the
+    # score unless the root had already been handed on: with no grace (root_grace_ms=0), a root whose
+    # end the worker took before any GenAI span of its trace had ended leaves unscored, and its run,
+    # found when a later root of the trace is scored, is written as record and metric only.
+    records = [
+        lr.log_record for lr in r.logs.get_finished_logs()
+        if lr.log_record.event_name == "gen_ai.evaluation.result"
+        and (lr.log_record.attributes or {}).get("gen_ai.evaluation.name") == "tool_call_accuracy"
+    ]
+    assert len(records) == scored >= len(roots)
+    assert {s.context.span_id for s in roots} <= {rec.span_id for rec in records}
     for s in roots:
         assert s.attributes["toolscore.code.score"] in (0.0, 1.0)
     r.provider.shutdown()
@@ -333,3 +345,50 @@ def test_span_without_context_or_attributes_is_forwarded() -> None:
     assert downstream.ended == [odd]
     assert processor.pending_traces == 0
     processor.shutdown()
+
+
+def test_a_root_handed_on_before_its_trace_had_facts_is_still_scored_as_record_and_metric() -> None:
+    """What the fuzz test's record count allows for: with no grace, a local root whose end the worker
+    takes before any GenAI span under it has ended is handed on unscored (nothing to score yet); the
+    run it roots, found when a nested agent's run is scored, is written as an evaluation record and a
+    metric point on the root's span id, with no score on a span (that one has left)."""
+    r = rig()
+    worker = r.processor._worker
+    worker._stopped = True
+    worker._wake.set()
+    worker._thread.join()  # the test takes the worker's batches itself, at the moments it picks
+    queue = r.processor._queue
+
+    def take_batch() -> None:
+        batch = list(queue)
+        queue.clear()
+        r.processor._process(batch)
+        r.processor._idle()
+
+    tracer = r.provider.get_tracer("test")
+    root = tracer.start_span("handle_request")
+    in_root = trace_api.set_span_in_context(root)
+    agent = tracer.start_span("invoke_agent weather_agent", context=in_root,
+                              attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather_agent"})
+    tool = tracer.start_span("execute_tool get_weather", context=trace_api.set_span_in_context(agent),
+                             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"})
+    direct = tracer.start_span("execute_tool get_weather", context=in_root,
+                               attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"})
+    root.end()
+    take_batch()  # the root ends first: no GenAI span of its trace has ended
+    for span in (tool, agent, direct):
+        span.end()
+    take_batch()
+    worker._stopped = False
+    assert r.processor._score_queued()
+    r.processor._hand_on()
+    assert r.processor.outputs.wait_idle(time.monotonic() + 10)
+
+    exported = {s.name: s for s in r.spans.get_finished_spans()}
+    assert "toolscore.code.score" not in (exported["handle_request"].attributes or {})
+    assert exported["invoke_agent weather_agent"].attributes["toolscore.code.score"] == 1.0
+    records = [lr.log_record for lr in r.logs.get_finished_logs() if lr.log_record.event_name == "gen_ai.evaluation.result"]
+    assert sorted(rec.span_id for rec in records) == sorted([root.get_span_context().span_id,
+                                                              agent.get_span_context().span_id])
+    assert r.counter("toolscore.runs", **{"toolscore.outcome": "scored"}) == 2
+    r.provider.shutdown()
