@@ -131,6 +131,19 @@ class QueueWorker:
             self._wake.nudge()
         return True
 
+    def take_batch(self) -> list[Any]:
+        """Up to ``max_batch`` items from the head of the queue, in order: what the thread hands to
+        ``handle`` at once, and what a caller holding ``lock`` takes to drain the queue itself."""
+        q = self.queue
+        limit = self._max_batch
+        batch: list[Any] = []
+        while q and len(batch) < limit:
+            try:
+                batch.append(q.popleft())
+            except IndexError:  # another consumer took the last item
+                break
+        return batch
+
     def wake(self) -> None:
         self._wake.set()
 
@@ -168,13 +181,7 @@ class QueueWorker:
             try:
                 while q:
                     with self._lock:
-                        batch: list[Any] = []
-                        limit = self._max_batch
-                        while q and len(batch) < limit:
-                            try:
-                                batch.append(q.popleft())
-                            except IndexError:
-                                break
+                        batch = self.take_batch()
                         try:
                             self._handle(batch)
                         except Exception:

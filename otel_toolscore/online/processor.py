@@ -414,13 +414,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
                     # queued (a full queue hands spans on from on_end, counted)
                     done = False
                     break
-                batch: list[Any] = []
-                while queue and len(batch) < _BATCH:
-                    try:
-                        batch.append(queue.popleft())
-                    except IndexError:
-                        break
-                self._process(batch)
+                self._process(self._worker.take_batch())  # the worker's batch size
             self._sweep(force=done)
             self._flush_counts()
             return done
