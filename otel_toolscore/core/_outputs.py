@@ -246,6 +246,8 @@ def _sink_dispatcher(
 ) -> SinkDispatcher | None:
     """The dispatcher of the sinks passed (strict) or named in the settings (a warning per bad one);
     :meth:`Outputs._emit_batch` and the judge hand it every evaluation with a score."""
+    if sinks is None and not settings.sinks:
+        return None  # none asked for: the sinks' modules (and pydantic, which they use) stay unloaded
     from ..sinks._dispatch import SinkDispatcher
     from ..sinks._settings import resolve_sinks
 
