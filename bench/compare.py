@@ -14,7 +14,8 @@ figures):
 ``REV_A``/``REV_B``: a directory holding a source tree (``otel_toolscore/`` and ``bench/``), or a git
 revision of this repository, checked out to a temporary worktree for the run. Each process measures
 the SDK alone and our processor on the row, ``--rounds`` times alternately, and reports the median of
-their ratios (whole process, final flush included) and the collector's time per run; the summary gives
+their ratios (whole process, final flush included; and the agent's threads alone) and the collector's
+time per run; the summary gives
 each revision's processes sorted, their mean, and B - A. (``--child`` is the measuring process,
 internal.)
 """
@@ -53,16 +54,18 @@ def _child(tree: str, workload: str, threads: int, content: bool, rounds: int) -
             collecting["total"] = collecting.get("total", 0.0) + time.perf_counter() - collecting["since"]
 
     gc.callbacks.append(on_gc)
-    ratios, gc_us = [], []
+    ratios, agent_ratios, gc_us = [], [], []
     for r in range(rounds):
         figures = {}
         for which in ("baseline", "candidate") if r % 2 == 0 else ("candidate", "baseline"):
             collecting.clear()
-            figures[which] = measure(makers[which], workload, runs, threads, content)["total"]
+            figures[which] = measure(makers[which], workload, runs, threads, content)
             if which == "candidate":
                 gc_us.append(collecting.get("total", 0.0) / runs * 1e6)
-        ratios.append(figures["candidate"] / figures["baseline"])
-    print(json.dumps({"ratio": statistics.median(ratios), "gc_us_per_run": statistics.median(gc_us)}))
+        ratios.append(figures["candidate"]["total"] / figures["baseline"]["total"])
+        agent_ratios.append(figures["candidate"]["agent"] / figures["baseline"]["agent"])
+    print(json.dumps({"ratio": statistics.median(ratios), "agent_ratio": statistics.median(agent_ratios),
+                      "gc_us_per_run": statistics.median(gc_us)}))
 
 
 @contextlib.contextmanager
@@ -114,14 +117,16 @@ def main(argv: list[str]) -> int:
             found["B"].append(_measure(tree_b, args))
     row = f"{args.workload}, {args.threads} thread{'s' if args.threads > 1 else ''}, content {'on' if args.content else 'off'}"
     print(f"{row}: whole process over the SDK alone, {args.pairs} processes x {args.rounds} rounds each")
-    means = {}
+    means, agent_means = {}, {}
     for name, rev in (("A", args.rev_a), ("B", args.rev_b)):
         ratios = sorted(f["ratio"] for f in found[name])
         means[name] = statistics.mean(ratios)
+        agent_means[name] = statistics.mean(f["agent_ratio"] for f in found[name])
         gc_us = statistics.median(f["gc_us_per_run"] for f in found[name])
         shown = " ".join(f"{r:.3f}" for r in ratios)
-        print(f"  {name} {rev}: mean {means[name]:.3f}  [{shown}]  collector {gc_us:.0f} us/run")
-    print(f"  B - A: {means['B'] - means['A']:+.3f}")
+        print(f"  {name} {rev}: mean {means[name]:.3f}  [{shown}]  agent thread {agent_means[name]:.3f}"
+              f"  collector {gc_us:.0f} us/run")
+    print(f"  B - A: {means['B'] - means['A']:+.3f} (agent thread {agent_means['B'] - agent_means['A']:+.3f})")
     return 0
 
 

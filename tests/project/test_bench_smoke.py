@@ -122,7 +122,9 @@ def test_ab_comparison_measures_both_trees_and_reports_the_difference() -> None:
         row = next(line for line in lines if line.startswith(f"  {name} "))
         ratio = float(row.split("mean ")[1].split()[0])
         assert 0.5 < ratio < 10  # the processor costs something, within reason
-    assert lines[-1].startswith("  B - A: ")
+        agent = float(row.split("agent thread ")[1].split()[0])  # the application's threads alone
+        assert 0.5 < agent < 10
+    assert lines[-1].startswith("  B - A: ") and "(agent thread " in lines[-1]
     bad = subprocess.run(
         [sys.executable, "bench/compare.py", str(ROOT), str(ROOT), "--pairs", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
