@@ -39,7 +39,6 @@ from .._workers import IDLE_POLL_S, QueueWorker
 from ..core import (
     CONTEXT,
     CONTEXT_IS_TUPLE,
-    END,
     HOLD,
     LOG,
     SDK_SPANS,
@@ -68,7 +67,7 @@ __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 _log = logging.getLogger(__name__)
 
 # Queue item kinds (the first element of each queued tuple): the core's.
-_START, _END, _HOLD, _LOG, _CONTEXT = START, END, HOLD, LOG, CONTEXT
+_START, _HOLD, _LOG, _CONTEXT = START, HOLD, LOG, CONTEXT
 _BAGGAGE_PREFIX = "toolscore."
 #: Roots whose end found the span queue full, kept for the worker to count as lost runs.
 _LOST_ROOTS = 4096
@@ -241,7 +240,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         if len(q) < self._capacity and not self._stopped:
             # The worker hands the span on (a root with its score): the application's thread pays
             # one append, not the downstream's on_end nor the test of whether the span roots a run.
-            q.append((_END, span))
+            q.append(span)  # an end is queued as the bare span (core.END): no tuple to allocate per span
             gate = self._worker_gate
             if gate.idle and (len(q) >= _IDLE_WAKE_AT or _ends_a_trace_here(span)):
                 # after a quiet period, a local root's end (a run, or all this process saw of its
@@ -316,16 +315,15 @@ class ToolScoreSpanProcessor(SpanProcessor):
           (it hands them on once scored); the others are queued to be handed on as they are, in the
           order they ended — before the roots the core releases for this batch, as the children of a
           run end before it."""
-        ended = {id(c) for item in batch if item[0] == _END and (c := getattr(item[1], "_context", None)) is not None}
+        ended = {id(c) for item in batch if type(item) is not tuple and (c := getattr(item, "_context", None)) is not None}
         hold_roots = self._hold_roots
         forwards = self._forwards
         out: list[Any] = []
         append = out.append
         for item in batch:
-            kind = item[0]
-            if kind == _END:
+            if type(item) is not tuple:  # an end
                 if hold_roots:
-                    span = item[1]
+                    span = item
                     try:
                         hold = may_root_a_run(span)
                     except Exception:  # odd attribute values: read (and counted) by the core
@@ -335,7 +333,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
                         continue
                     forwards.append(span)
                 append(item)
-            elif kind == _START and id(getattr(item[1], "_context", None)) in ended:
+            elif item[0] == _START and id(getattr(item[1], "_context", None)) in ended:
                 if item[2] is not None:
                     append((_CONTEXT, item[1], item[2]))
             else:
@@ -482,8 +480,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 item = queue.popleft()
             except IndexError:
                 break
-            if item[0] == _END or item[0] == _HOLD:
-                forwards.append(item[1])  # after what the worker left, in the order they ended
+            if type(item) is not tuple:
+                forwards.append(item)  # after what the worker left, in the order they ended
         self._hand_on()
 
     def wait_for_queue_room(self, timeout_s: float = 5.0) -> bool:

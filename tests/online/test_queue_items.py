@@ -1,0 +1,67 @@
+"""What the application's thread queues for a span's end: the span itself, no tuple around it.
+
+``on_end`` runs on the application's thread for every span; a tuple per end was an allocation there
+and an object the garbage collector met until the worker took it. The core takes a bare span as an
+``END`` item, so the scored run, the spans handed on and their order are what they were.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import set_span_in_context
+
+from otel_toolscore.core import END, SDK_SPANS, Release, build_core
+from otel_toolscore.expectations import Expectation
+from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
+from otel_toolscore.settings import Settings
+from tests.online.test_processor import make_pipeline
+
+
+def test_an_ended_span_is_queued_as_itself_and_still_scored_and_handed_on() -> None:
+    p = make_pipeline(expectations=[Expectation(expected_tool="t")])
+    try:
+        with p.processor._core_lock:  # the worker takes nothing while the test looks at the queue
+            root = p.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+            tool = p.tracer.start_span(
+                "execute_tool t",
+                context=set_span_in_context(root),
+                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
+            )
+            tool.end()
+            root.end()
+            items = list(p.processor._queue)
+        assert [type(i) is tuple for i in items] == [True, True, False, False]  # two starts, two ends
+        # what the SDK handed on_end (its end snapshot), as it was handed
+        assert all(isinstance(i, ReadableSpan) for i in items[2:])
+        assert [i.context.span_id for i in items[2:]] == [tool.get_span_context().span_id, root.get_span_context().span_id]
+        p.flush()
+        assert [s.name for s in p.spans.get_finished_spans()] == ["execute_tool t", "invoke_agent a"]
+        (scored,) = p.roots()
+        assert scored.attributes["toolscore.code.score"] == 1.0
+    finally:
+        p.provider.shutdown()
+
+
+def _outcomes(release: Release) -> Counter[str]:
+    return Counter({outcome: n for (outcome, _agent), n in release.runs_counted.items()})
+
+
+def test_the_core_takes_a_bare_span_as_an_end_item() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    run_scripted_agent(provider.get_tracer("t"), "weather_agent", "q", [ScriptedCall("get_weather", {"city": "Paris"})])
+    spans: list[ReadableSpan] = list(exporter.get_finished_spans())
+    results = []
+    for items in ([(END, s) for s in spans], list(spans), [s if i % 2 else (END, s) for i, s in enumerate(spans)]):
+        core, _outputs = build_core(Settings(), source=SDK_SPANS, expectations=[Expectation(expected_tool="get_weather")])
+        release = core.feed(items)
+        assert _outcomes(release) == {"scored": 1}
+        (run,) = release.runs
+        results.append((run.verdict.score, [c.name for c in run.verdict.calls], [s.name for s, _attrs in release.spans]))
+    assert results[0] == results[1] == results[2]
+    assert results[0][0] == 1.0 and results[0][1] == ["get_weather"]
