@@ -8,6 +8,8 @@ Two views, single-threaded, measured in the same run as their baseline:
 * ``features``: the end-to-end per-run time with the features switched off one at a time (score
   attributes, events, metrics, no rule matching so nothing is scored), each as a ratio to the SDK
   alone in the same round.
+* ``worker stages``: our worker's CPU per run stage by stage, beside the lean design's worker on
+  the same spans, with the interpreter held still (:mod:`bench.worker_stages`);
 * ``stall``: the longest pause of an application thread (one that ticks every millisecond) while
   the worker reads a run whose model span carries one long message of tool calls — under the
   default ``max_parse_chars`` (not parsed) and with the limit raised above it (parsed in one C call
@@ -30,6 +32,7 @@ from opentelemetry.trace import set_span_in_context
 
 from .common import Result
 from .pipelines import Pipeline, baseline_pipeline, candidate_pipeline, one_run
+from .worker_stages import STAGES, worker_stages
 
 
 class Timing(SpanProcessor):
@@ -176,6 +179,16 @@ def run(result: Result, *, quick: bool) -> None:
                 + med["ours"]["on_end_us_per_root"] - med["sdk"]["on_end_us_per_root"],
                 1,
             ),
+        )
+    for workload, content in (("genai7", False), ("genai7", True), ("openinference30", True)):
+        stages = worker_stages(workload, content, runs=10 if quick else 100, rounds=2 if quick else 15)
+        result.add(
+            name=f"worker stages, {workload}, content {'on' if content else 'off'}",
+            workload=workload,
+            content_captured=content,
+            **{f"{stage}_us": round(stages[stage], 1) for stage in (*STAGES, "total")},
+            lean_total_us=round(stages["lean_total"], 1),
+            gap_us=round(stages["total"] - stages["lean_total"], 1),
         )
     calls = 40_000 if quick else 400_000
     raised = _stall(calls, max_parse_chars=10**9, max_calls_per_run=calls)

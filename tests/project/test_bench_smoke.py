@@ -56,6 +56,15 @@ def test_bench_quick_runs_every_section(tmp_path: Path) -> None:
     assert all(r["roots_scored_and_exported"] > 0 and r["ratio_total"] > 0 for r in yardstick)
     worker = next(r for r in yardstick if r["name"].endswith("minimal processor, worker thread"))
     assert all(r["target_total"] == pytest.approx(1 + 2 * (worker["ratio_total"] - 1), abs=0.002) for r in yardstick)
+    # our worker's stages beside the lean design's worker, on each hot-path workload
+    stages = [r for r in doc["sections"]["breakdown"]["rows"] if r["name"].startswith("worker stages")]
+    assert {(r["workload"], r["content_captured"]) for r in stages} == {
+        ("genai7", False), ("genai7", True), ("openinference30", True)
+    }
+    for r in stages:
+        parts = ("prepare_us", "read_us", "assembly_us", "scoring_us", "outputs_us", "hand_on_us", "other_us")
+        assert all(r[p] >= 0 for p in parts if p != "other_us") and r["total_us"] > 0 and r["lean_total_us"] > 0
+        assert sum(r[p] for p in parts) == pytest.approx(r["total_us"], abs=0.8)  # the stages make up the whole
     scorer_modes = {r["mode"] for r in doc["sections"]["scorer"]["rows"]}
     assert scorer_modes == {"ordered-lenient", "ordered-strict", "unordered", "subset", "superset"}
     assert all(r["spans"] > 0 for r in doc["sections"]["extraction"]["rows"])
