@@ -15,10 +15,11 @@ from .._scored import ScoredRun
 from ._builder import build_core, core_expectations, core_options
 from ._engine import CONTEXT, END, HOLD, LOG, START, Core, Release
 from ._outputs import Outputs
-from ._sources import CONTEXT_IS_TUPLE, SDK_SPANS, SpanSource, scored_copy
+from ._sources import BARE_START, CONTEXT_IS_TUPLE, SDK_SPANS, SpanSource, scored_copy
 from ._state import StartContext
 
 __all__ = [
+    "BARE_START",
     "CONTEXT",
     "CONTEXT_IS_TUPLE",
     "END",

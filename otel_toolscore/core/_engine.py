@@ -32,7 +32,7 @@ from ..scorers.code import CodeVerdict, ToolCallAccuracyCodeScorer
 from ..settings import Settings
 from ..telemetry import RunRef, code_score_attributes, names, openinference_annotation
 from ..telemetry._attributes import MAX_EXPLANATION_CHARS, cut_text
-from ._sources import SpanSource
+from ._sources import BARE_START, SpanSource
 from ._state import HeldRoot, StartContext, TraceState, TraceTable
 
 __all__ = ["CONTEXT", "END", "HOLD", "LOG", "START", "Core", "Release"]
@@ -41,7 +41,8 @@ _log = logging.getLogger(__name__)
 
 #: Kinds of items :meth:`Core.feed` takes: ``(START, span, context)``, ``(END, span)`` (the adapter
 #: handed the span on itself; a bare span, not a tuple, is taken the same way: the span processor
-#: queues its ends so, one allocation fewer per span on the application's thread), ``(HOLD, span)`` (the span may root a run: the core hands it on),
+#: queues its ends so, one allocation fewer per span on the application's thread — a bare span of
+#: the class :data:`~._sources.BARE_START` is a start instead, with no context), ``(HOLD, span)`` (the span may root a run: the core hands it on),
 #: ``(LOG, record_or_facts)`` and ``(CONTEXT, span, context)`` (the context captured where a span
 #: started whose end follows in the same batch: the adapter sends that instead of its start).
 START, END, HOLD, LOG, CONTEXT = 0, 1, 2, 3, 4
@@ -135,15 +136,18 @@ class Core:
         its end does the rest: most spans cost the core one step, not two. (A ``START`` whose end
         follows in the batch still works, at the cost of both steps.)"""
         for item in items:
-            if type(item) is tuple:
+            bare = type(item) is not tuple  # the span processor queues spans bare (no tuple each)
+            if not bare:
                 kind, span = item[0], item[1]
-            else:  # a bare span: its end (the span processor queues ends so, without a tuple each)
+            elif type(item) is BARE_START:  # a child's start, no context captured
+                kind, span = START, item
+            else:  # an end
                 kind, span = END, item
             try:
                 if kind in (END, HOLD):
                     self.end(span, kind == HOLD)
                 elif kind == START:
-                    self.start(span, item[2])
+                    self.start(span, None if bare else item[2])
                 elif kind == CONTEXT:
                     self._context_only(span, item[2])
                 else:

@@ -20,7 +20,7 @@ from ..extract._fast_read import read_live_oi_span, read_live_span
 from ..extract._readers import AGENT_OPS, ROLE_OPS, may_have_facts
 from ..extract._records import has_events, plain_attributes
 
-__all__ = ["CONTEXT_IS_TUPLE", "SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "may_root_by_attributes", "scored_copy"]
+__all__ = ["BARE_START", "CONTEXT_IS_TUPLE", "SDK_SPANS", "HexIds", "SdkSpans", "SpanIds", "SpanSource", "may_root_by_attributes", "scored_copy"]
 
 _log = logging.getLogger(__name__)
 
@@ -172,6 +172,30 @@ def _context_is_tuple() -> bool:
 #: whether ``ctx[0]``, ``ctx[1]``, ``ctx[2]``, ``ctx[3]`` read a span context's trace id, span id,
 #: ``is_remote`` and trace flags (for the adapters' hooks too: no property call)
 CONTEXT_IS_TUPLE = _context_is_tuple()
+
+
+class _NoBareStart:
+    """Stands for the SDK's started-span class where that class is not found: no object is of it."""
+
+
+def _bare_start() -> type:
+    """The class of the spans the SDK's tracer starts, when the SDK hands ``on_end`` a snapshot of
+    another class (``ReadableSpan``, as it has since 1.23): a queue item of that class can then only
+    be a span's start, and the span processor queues a child's start as the span itself (no tuple).
+    Otherwise a class no span is of: every start keeps its tuple."""
+    try:
+        from opentelemetry.sdk.trace import Span, _Span
+
+        if issubclass(_Span, Span) and hasattr(Span, "_readable_span"):
+            return _Span
+    except ImportError:  # pragma: no cover - a future SDK
+        pass
+    return _NoBareStart
+
+
+#: what a bare queue item of this class means: a span's start with no context captured (see
+#: :func:`_bare_start`); any other bare item is a span's end
+BARE_START: type = _bare_start()
 SDK_SPANS = SdkSpans()
 
 

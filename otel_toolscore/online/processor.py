@@ -37,8 +37,10 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from .._deadline import Deadline
 from .._workers import IDLE_POLL_S, QueueWorker
 from ..core import (
+    BARE_START,
     CONTEXT,
     CONTEXT_IS_TUPLE,
+    END,
     HOLD,
     LOG,
     SDK_SPANS,
@@ -67,7 +69,8 @@ __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 _log = logging.getLogger(__name__)
 
 # Queue item kinds (the first element of each queued tuple): the core's.
-_START, _HOLD, _LOG, _CONTEXT = START, HOLD, LOG, CONTEXT
+_START, _END, _HOLD, _LOG, _CONTEXT = START, END, HOLD, LOG, CONTEXT
+_BARE_START = BARE_START
 _BAGGAGE_PREFIX = "toolscore."
 #: Roots whose end found the span queue full, kept for the worker to count as lost runs.
 _LOST_ROOTS = 4096
@@ -214,7 +217,12 @@ class ToolScoreSpanProcessor(SpanProcessor):
                     q.append((_START, span, self._root_context(parent_context)))
                 else:
                     exp = _CURRENT_EXPECTATION.get()
-                    q.append((_START, span, None) if exp is None else (_START, span, StartContext(exp)))
+                    if exp is not None:
+                        q.append((_START, span, StartContext(exp)))
+                    elif type(span) is BARE_START:
+                        q.append(span)  # a child's start as the span itself: no tuple to allocate
+                    else:
+                        q.append((_START, span, None))
             except Exception:  # never raise into the application
                 self._app_counts.add("malformed_span")
         else:
@@ -240,7 +248,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
         if len(q) < self._capacity and not self._stopped:
             # The worker hands the span on (a root with its score): the application's thread pays
             # one append, not the downstream's on_end nor the test of whether the span roots a run.
-            q.append(span)  # an end is queued as the bare span (core.END): no tuple to allocate per span
+            # an end is queued as the bare span (no tuple to allocate per span), unless it is of the class
+            # a bare start is (a started span handed to on_end by someone other than the SDK)
+            q.append(span if type(span) is not BARE_START else (_END, span))
             gate = self._worker_gate
             if gate.idle and (len(q) >= _IDLE_WAKE_AT or _ends_a_trace_here(span)):
                 # after a quiet period, a local root's end (a run, or all this process saw of its
@@ -315,15 +325,24 @@ class ToolScoreSpanProcessor(SpanProcessor):
           (it hands them on once scored); the others are queued to be handed on as they are, in the
           order they ended — before the roots the core releases for this batch, as the children of a
           run end before it."""
-        ended = {id(c) for item in batch if type(item) is not tuple and (c := getattr(item, "_context", None)) is not None}
+        ended = {
+            id(c)
+            for item in batch
+            if (t := type(item)) is not tuple and t is not _BARE_START and (c := getattr(item, "_context", None)) is not None
+        }
         hold_roots = self._hold_roots
         forwards = self._forwards
         out: list[Any] = []
         append = out.append
         for item in batch:
-            if type(item) is not tuple:  # an end
+            t = type(item)
+            if t is _BARE_START:  # a child's start, no context: nothing to send when its end is here
+                if id(item._context) not in ended:
+                    append(item)
+                continue
+            if t is not tuple or item[0] == _END:  # an end
+                span = item if t is not tuple else item[1]
                 if hold_roots:
-                    span = item
                     try:
                         hold = may_root_a_run(span)
                     except Exception:  # odd attribute values: read (and counted) by the core
@@ -480,8 +499,11 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 item = queue.popleft()
             except IndexError:
                 break
-            if type(item) is not tuple:
+            t = type(item)
+            if t is not tuple and t is not _BARE_START:
                 forwards.append(item)  # after what the worker left, in the order they ended
+            elif t is tuple and item[0] == _END:
+                forwards.append(item[1])
         self._hand_on()
 
     def wait_for_queue_room(self, timeout_s: float = 5.0) -> bool:

@@ -1,8 +1,10 @@
-"""What the application's thread queues for a span's end: the span itself, no tuple around it.
+"""What the application's thread queues for a span: the span itself, no tuple around it, for every
+end and for a child's start with no context captured.
 
-``on_end`` runs on the application's thread for every span; a tuple per end was an allocation there
-and an object the garbage collector met until the worker took it. The core takes a bare span as an
-``END`` item, so the scored run, the spans handed on and their order are what they were.
+The hooks run on the application's thread for every span; a tuple per item was an allocation there
+and an object the garbage collector met until the worker took it. The core takes a bare span of the
+SDK's started-span class as a ``START`` item and any other bare span as an ``END`` item, so the
+scored run, the spans handed on and their order are what they were.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import set_span_in_context
 
-from otel_toolscore.core import END, SDK_SPANS, Release, build_core
+from otel_toolscore import expect
+from otel_toolscore.core import BARE_START, END, SDK_SPANS, START, Release, StartContext, build_core
 from otel_toolscore.expectations import Expectation
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
 from otel_toolscore.settings import Settings
@@ -34,9 +37,12 @@ def test_an_ended_span_is_queued_as_itself_and_still_scored_and_handed_on() -> N
             tool.end()
             root.end()
             items = list(p.processor._queue)
-        assert [type(i) is tuple for i in items] == [True, True, False, False]  # two starts, two ends
+        # the root's start carries the context it started in (a tuple); the child's start and both
+        # ends are the spans themselves
+        assert [type(i) is tuple for i in items] == [True, False, False, False]
+        assert items[0][0] == START and items[1] is tool and type(tool) is BARE_START
         # what the SDK handed on_end (its end snapshot), as it was handed
-        assert all(isinstance(i, ReadableSpan) for i in items[2:])
+        assert all(isinstance(i, ReadableSpan) and type(i) is not BARE_START for i in items[2:])
         assert [i.context.span_id for i in items[2:]] == [tool.get_span_context().span_id, root.get_span_context().span_id]
         p.flush()
         assert [s.name for s in p.spans.get_finished_spans()] == ["execute_tool t", "invoke_agent a"]
@@ -65,3 +71,29 @@ def test_the_core_takes_a_bare_span_as_an_end_item() -> None:
         results.append((run.verdict.score, [c.name for c in run.verdict.calls], [s.name for s, _attrs in release.spans]))
     assert results[0] == results[1] == results[2]
     assert results[0][0] == 1.0 and results[0][1] == ["get_weather"]
+
+
+def test_a_child_start_inside_expect_keeps_its_context_and_a_live_span_ended_by_hand_stays_an_end() -> None:
+    p = make_pipeline()
+    try:
+        with p.processor._core_lock:
+            root = p.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+            with expect(expected_tool="t"):
+                tool = p.tracer.start_span(
+                    "execute_tool t",
+                    context=set_span_in_context(root),
+                    attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
+                )
+            tool.end()
+            # someone other than the SDK hands on_end a started span object (the SDK hands a snapshot):
+            # it is queued as an end, not mistaken for a start
+            p.processor.on_end(root)  # type: ignore[arg-type]
+            items = list(p.processor._queue)
+        assert items[1][0] == START and isinstance(items[1][2], StartContext) and items[1][1] is tool
+        assert items[-1] == (END, root)
+        p.flush()
+        assert p.processor.pending_traces == 0  # the hand-made end ended the trace: nothing waits for it
+        (scored,) = p.roots()
+        assert scored.attributes["toolscore.code.score"] == 1.0
+    finally:
+        p.provider.shutdown()
