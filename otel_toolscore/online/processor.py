@@ -214,7 +214,9 @@ class ToolScoreSpanProcessor(SpanProcessor):
                 except AttributeError:
                     parent = span.parent
                 if parent is None or (parent[2] if CONTEXT_IS_TUPLE else parent.is_remote):
-                    q.append((_START, span, self._root_context(parent_context)))
+                    context = self._root_context(parent_context)
+                    # a start that captured nothing is queued as the span itself (no tuple), as below
+                    q.append(span if context is None and type(span) is _BARE_START else (_START, span, context))
                 else:
                     exp = _CURRENT_EXPECTATION.get()
                     if exp is not None:

@@ -37,10 +37,10 @@ def test_an_ended_span_is_queued_as_itself_and_still_scored_and_handed_on() -> N
             tool.end()
             root.end()
             items = list(p.processor._queue)
-        # the root's start carries the context it started in (a tuple); the child's start and both
+        # neither start captured anything (no expect(), no toolscore.* baggage): both starts and both
         # ends are the spans themselves
-        assert [type(i) is tuple for i in items] == [True, False, False, False]
-        assert items[0][0] == START and items[1] is tool and type(tool) is BARE_START
+        assert [type(i) is tuple for i in items] == [False, False, False, False]
+        assert items[0] is root and items[1] is tool and type(tool) is BARE_START
         # what the SDK handed on_end (its end snapshot), as it was handed
         assert all(isinstance(i, ReadableSpan) and type(i) is not BARE_START for i in items[2:])
         assert [i.context.span_id for i in items[2:]] == [tool.get_span_context().span_id, root.get_span_context().span_id]
@@ -89,11 +89,30 @@ def test_a_child_start_inside_expect_keeps_its_context_and_a_live_span_ended_by_
             # it is queued as an end, not mistaken for a start
             p.processor.on_end(root)  # type: ignore[arg-type]
             items = list(p.processor._queue)
+        assert items[0] is root  # started outside the block: nothing captured
         assert items[1][0] == START and isinstance(items[1][2], StartContext) and items[1][1] is tool
         assert items[-1] == (END, root)
         p.flush()
         assert p.processor.pending_traces == 0  # the hand-made end ended the trace: nothing waits for it
         (scored,) = p.roots()
         assert scored.attributes["toolscore.code.score"] == 1.0
+    finally:
+        p.provider.shutdown()
+
+
+def test_a_root_start_under_toolscore_baggage_keeps_its_context() -> None:
+    from opentelemetry import baggage, context
+
+    p = make_pipeline(expectations=[Expectation(expected_tool="t")])
+    try:
+        token = context.attach(baggage.set_baggage("toolscore.expected_tool", "t"))
+        try:
+            with p.processor._core_lock:
+                root = p.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+                (item,) = list(p.processor._queue)
+                root.end()
+        finally:
+            context.detach(token)
+        assert item[0] == START and item[1] is root and item[2].baggage == {"toolscore.expected_tool": "t"}
     finally:
         p.provider.shutdown()
