@@ -40,11 +40,12 @@ __all__ = ["CONTEXT", "END", "HOLD", "LOG", "START", "Core", "Release"]
 _log = logging.getLogger(__name__)
 
 #: Kinds of items :meth:`Core.feed` takes: ``(START, span, context)``, ``(END, span)`` (the adapter
-#: handed the span on itself; a bare span, not a tuple, is taken the same way: the span processor
-#: queues its ends so, one allocation fewer per span on the application's thread — a bare span of
-#: the class :data:`~._sources.BARE_START` is a start instead, with no context), ``(HOLD, span)`` (the span may root a run: the core hands it on),
+#: handed the span on itself), ``(HOLD, span)`` (the span may root a run: the core hands it on),
 #: ``(LOG, record_or_facts)`` and ``(CONTEXT, span, context)`` (the context captured where a span
-#: started whose end follows in the same batch: the adapter sends that instead of its start).
+#: started whose end follows in the same batch: the adapter sends that instead of its start). A bare
+#: span, no tuple, is a ``START`` with no context when it is of the class
+#: :data:`~._sources.BARE_START`, an ``END`` otherwise: the span processor queues them so, with no
+#: allocation per span on the application's thread.
 START, END, HOLD, LOG, CONTEXT = 0, 1, 2, 3, 4
 
 
@@ -139,7 +140,7 @@ class Core:
             bare = type(item) is not tuple  # the span processor queues spans bare (no tuple each)
             if not bare:
                 kind, span = item[0], item[1]
-            elif type(item) is BARE_START:  # a child's start, no context captured
+            elif type(item) is BARE_START:  # a start that captured nothing
                 kind, span = START, item
             else:  # an end
                 kind, span = END, item

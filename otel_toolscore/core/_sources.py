@@ -180,9 +180,9 @@ class _NoBareStart:
 
 def _bare_start() -> type:
     """The class of the spans the SDK's tracer starts, when the SDK hands ``on_end`` a snapshot of
-    another class (``ReadableSpan``, as it has since 1.23): a queue item of that class can then only
-    be a span's start, and the span processor queues a child's start as the span itself (no tuple).
-    Otherwise a class no span is of: every start keeps its tuple."""
+    another class (``ReadableSpan``): a queue item of that class can then only be a span's start, and
+    the span processor queues a start that captured nothing as the span itself (no tuple). Otherwise
+    a class no span is of: every start keeps its tuple."""
     try:
         from opentelemetry.sdk.trace import Span, _Span
 

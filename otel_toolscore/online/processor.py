@@ -68,7 +68,8 @@ __all__ = ["ScoredRun", "ToolScoreSpanProcessor", "may_root_a_run"]
 
 _log = logging.getLogger(__name__)
 
-# Queue item kinds (the first element of each queued tuple): the core's.
+# Queue item kinds (the first element of each queued tuple): the core's. Most items are bare spans
+# instead: an end, or a start that captured nothing (of the class _BARE_START; see core.BARE_START).
 _START, _END, _HOLD, _LOG, _CONTEXT = START, END, HOLD, LOG, CONTEXT
 _BARE_START = BARE_START
 _BAGGAGE_PREFIX = "toolscore."
@@ -221,8 +222,8 @@ class ToolScoreSpanProcessor(SpanProcessor):
                     exp = _CURRENT_EXPECTATION.get()
                     if exp is not None:
                         q.append((_START, span, StartContext(exp)))
-                    elif type(span) is BARE_START:
-                        q.append(span)  # a child's start as the span itself: no tuple to allocate
+                    elif type(span) is _BARE_START:
+                        q.append(span)  # a start that captured nothing: the span itself, no tuple
                     else:
                         q.append((_START, span, None))
             except Exception:  # never raise into the application
@@ -252,7 +253,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             # one append, not the downstream's on_end nor the test of whether the span roots a run.
             # an end is queued as the bare span (no tuple to allocate per span), unless it is of the class
             # a bare start is (a started span handed to on_end by someone other than the SDK)
-            q.append(span if type(span) is not BARE_START else (_END, span))
+            q.append(span if type(span) is not _BARE_START else (_END, span))
             gate = self._worker_gate
             if gate.idle and (len(q) >= _IDLE_WAKE_AT or _ends_a_trace_here(span)):
                 # after a quiet period, a local root's end (a run, or all this process saw of its
@@ -338,7 +339,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
         append = out.append
         for item in batch:
             t = type(item)
-            if t is _BARE_START:  # a child's start, no context: nothing to send when its end is here
+            if t is _BARE_START:  # a start that captured nothing: nothing to send when its end is here
                 if id(item._context) not in ended:
                     append(item)
                 continue
