@@ -9,7 +9,7 @@ processes' medians, resolves differences of ~0.03. Not part of ``make bench`` (a
 figures):
 
     python bench/compare.py REV_A REV_B [--workload genai7|openinference30] [--threads N]
-                            [--content] [--pairs 6] [--rounds 7]
+                            [--content] [--pause-ms 0] [--pairs 6] [--rounds 7]
 
 ``REV_A``/``REV_B``: a directory holding a source tree (``otel_toolscore/`` and ``bench/``), or a git
 revision of this repository, checked out to a temporary worktree for the run. Each process measures
@@ -17,6 +17,8 @@ the SDK alone and our processor on the row, ``--rounds`` times alternately, and 
 their ratios (whole process, final flush included; and the agent's threads alone) and the collector's
 time per run; the summary gives each revision's processes sorted, their mean, the mean agent-thread
 ratio, and B - A of both. Six pairs resolve ~0.03 on 1 thread; 8-thread rows take ``--pairs 12``.
+``--pause-ms 5`` is the trickle row (each application thread sleeps that long after every run; 300
+runs per round).
 (``--child`` is the measuring process, internal.)
 """
 
@@ -38,13 +40,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _child(tree: str, workload: str, threads: int, content: bool, rounds: int) -> None:
+def _child(tree: str, workload: str, threads: int, content: bool, rounds: int, pause_s: float) -> None:
     sys.path.insert(0, tree)
     from bench.hot_path import _pipelines
     from bench.workloads import measure
 
     makers = _pipelines(workload)
-    runs = 1_200 if workload == "genai7" else 300
+    runs = 1_200 if workload == "genai7" and not pause_s else 300  # as the hot-path section's rows
     collecting: dict[str, float] = {}
 
     def on_gc(phase: str, info: dict[str, Any]) -> None:
@@ -59,7 +61,7 @@ def _child(tree: str, workload: str, threads: int, content: bool, rounds: int) -
         figures = {}
         for which in ("baseline", "candidate") if r % 2 == 0 else ("candidate", "baseline"):
             collecting.clear()
-            figures[which] = measure(makers[which], workload, runs, threads, content)
+            figures[which] = measure(makers[which], workload, runs, threads, content, pause_s)
             if which == "candidate":
                 gc_us.append(collecting.get("total", 0.0) / runs * 1e6)
         ratios.append(figures["candidate"]["total"] / figures["baseline"]["total"])
@@ -87,7 +89,7 @@ def _tree(rev: str) -> Iterator[str]:
 
 def _measure(tree: str, args: argparse.Namespace) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--child", tree, args.workload, str(args.threads),
-           "on" if args.content else "off", str(args.rounds)]
+           "on" if args.content else "off", str(args.rounds), str(args.pause_ms / 1000)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=tree)
     if proc.returncode != 0:
         raise SystemExit(f"measuring {tree} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -96,8 +98,8 @@ def _measure(tree: str, args: argparse.Namespace) -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
-        tree, workload, threads, content, rounds = argv[1:6]
-        _child(tree, workload, int(threads), content == "on", int(rounds))
+        tree, workload, threads, content, rounds, pause_s = argv[1:7]
+        _child(tree, workload, int(threads), content == "on", int(rounds), float(pause_s))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rev_a")
@@ -105,17 +107,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workload", choices=("genai7", "openinference30"), default="genai7")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--content", action="store_true", help="content recorded on the spans")
+    parser.add_argument("--pause-ms", type=float, default=0.0,
+                        help="each application thread sleeps this long after every run (the trickle row: 5)")
     parser.add_argument("--pairs", type=int, default=6, help="processes per revision (alternating)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds per process")
     args = parser.parse_args(argv)
     if args.threads < 1 or args.pairs < 1 or args.rounds < 1:
         parser.error("--threads, --pairs and --rounds must be at least 1")
+    if not 0 <= args.pause_ms <= 1000:
+        parser.error("--pause-ms must be between 0 and 1000")
     found: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     with _tree(args.rev_a) as tree_a, _tree(args.rev_b) as tree_b:
         for _ in range(args.pairs):
             found["A"].append(_measure(tree_a, args))
             found["B"].append(_measure(tree_b, args))
     row = f"{args.workload}, {args.threads} thread{'s' if args.threads > 1 else ''}, content {'on' if args.content else 'off'}"
+    if args.pause_ms:
+        row += f", runs {args.pause_ms:g} ms apart"
     print(f"{row}: whole process over the SDK alone, {args.pairs} processes x {args.rounds} rounds each")
     means, agent_means = {}, {}
     for name, rev in (("A", args.rev_a), ("B", args.rev_b)):

@@ -116,7 +116,7 @@ def test_instruction_count_driver_processes_what_it_queued(lean: str) -> None:
         assert f"scored roots: {23 + (3 if count == '1' else 0)}" in proc.stdout, proc.stdout
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_ab_comparison_measures_both_trees_and_reports_the_difference() -> None:
     """``bench/compare.py`` measures each source tree in its own processes, alternating, and prints each
     one's ratios and the difference (here the same tree twice, one process and one round each)."""
@@ -139,3 +139,15 @@ def test_ab_comparison_measures_both_trees_and_reports_the_difference() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )
     assert bad.returncode == 2 and "--pairs" in bad.stderr
+    # the trickle row: runs 5 ms apart
+    trickle = subprocess.run(
+        [sys.executable, "bench/compare.py", str(ROOT), str(ROOT), "--pairs", "1", "--rounds", "1", "--pause-ms", "5"],
+        cwd=ROOT, capture_output=True, text=True, timeout=170, check=False,
+    )
+    assert trickle.returncode == 0, trickle.stderr[-4000:]
+    assert trickle.stdout.startswith("genai7, 1 thread, content off, runs 5 ms apart: whole process over the SDK alone")
+    negative = subprocess.run(
+        [sys.executable, "bench/compare.py", str(ROOT), str(ROOT), "--pause-ms", "-1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert negative.returncode == 2 and "--pause-ms" in negative.stderr
