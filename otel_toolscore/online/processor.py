@@ -214,18 +214,14 @@ class ToolScoreSpanProcessor(SpanProcessor):
                     parent = span._parent
                 except AttributeError:
                     parent = span.parent
+                context: StartContext | None
                 if parent is None or (parent[2] if CONTEXT_IS_TUPLE else parent.is_remote):
                     context = self._root_context(parent_context)
-                    # a start that captured nothing is queued as the span itself (no tuple), as below
-                    q.append(span if context is None and type(span) is _BARE_START else (_START, span, context))
                 else:
                     exp = _CURRENT_EXPECTATION.get()
-                    if exp is not None:
-                        q.append((_START, span, StartContext(exp)))
-                    elif type(span) is _BARE_START:
-                        q.append(span)  # a start that captured nothing: the span itself, no tuple
-                    else:
-                        q.append((_START, span, None))
+                    context = None if exp is None else StartContext(exp)
+                # a start that captured nothing is queued as the span itself: no tuple to allocate
+                q.append(span if context is None and type(span) is _BARE_START else (_START, span, context))
             except Exception:  # never raise into the application
                 self._app_counts.add("malformed_span")
         else:
