@@ -40,7 +40,7 @@ def _child(workload: str, content: bool, runs: int, lean: bool, count: bool, no_
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
     from bench.lean_design import lean_pipeline
-    from bench.pipelines import candidate_pipeline
+    from bench.pipelines import candidate_pipeline, without_worker
     from bench.workloads import WORKLOADS
 
     run_fn, _spans, expectation = WORKLOADS[workload]
@@ -62,19 +62,8 @@ def _child(workload: str, content: bool, runs: int, lean: bool, count: bool, no_
     total = 2 * runs + _WARM_RUNS
     for i in range(total):
         run_fn(tracer, content, i)
-    if lean:
-        pipe = lean_pipeline(expectation)
-        proc: Any = pipe.provider._active_span_processor._span_processors[0]  # type: ignore[attr-defined]
-        proc._stopped = True
-        proc._wake.set()
-        proc._worker.join()
-    else:
-        pipe = candidate_pipeline(expectations=(expectation,))
-        proc = pipe.processor
-        worker = proc._worker
-        worker._stopped = True
-        worker._wake.set()
-        worker._thread.join()
+    pipe = lean_pipeline(expectation) if lean else candidate_pipeline(expectations=(expectation,))
+    proc = without_worker(pipe)
     for item in recorder.items:
         if item[0] == "s":
             proc.on_start(item[1], item[2])

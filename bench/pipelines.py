@@ -26,8 +26,18 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from otel_toolscore import Expectation, ToolScoreSpanProcessor
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
 
-__all__ = ["AGENT", "CALLS", "EXPECTATION", "Pipeline", "baseline_pipeline", "candidate_pipeline", "one_run", "root_copy",
-           "scoring_pipeline"]
+__all__ = [
+    "AGENT",
+    "CALLS",
+    "EXPECTATION",
+    "Pipeline",
+    "baseline_pipeline",
+    "candidate_pipeline",
+    "one_run",
+    "root_copy",
+    "scoring_pipeline",
+    "without_worker",
+]
 
 AGENT = "bench_agent"
 #: 5 tool spans per run (with the agent span and the chat span: 7 spans per run).
@@ -140,6 +150,26 @@ def scoring_pipeline(make: Callable[[SpanProcessor, MeterProvider, LoggerProvide
     provider.add_span_processor(processor)
     ours = processor if isinstance(processor, ToolScoreSpanProcessor) else None
     return Pipeline(provider, exporter, ours, mp, lp, logs)
+
+
+def without_worker(pipe: Pipeline) -> Any:
+    """The scoring processor of ``pipe`` (ours, or the lean design's) with its worker thread stopped:
+    its hooks still queue every span, and the caller does the worker's job on its own thread — ours:
+    ``_process`` of each batch the worker would take; the lean design's: ``_loop()``, which returns
+    once the queue is empty. For tools that measure or count the worker's own work
+    (``bench/instructions.py``, ``bench/worker_stages.py``)."""
+    proc: Any = pipe.processor
+    if proc is not None:
+        worker = proc._worker
+        worker._stopped = True
+        worker._wake.set()
+        worker._thread.join()
+    else:
+        proc = pipe.provider._active_span_processor._span_processors[0]
+        proc._stopped = True
+        proc._wake.set()
+        proc._worker.join()
+    return proc
 
 
 def root_copy(span: ReadableSpan, attributes: dict[str, Any]) -> ReadableSpan:

@@ -4,15 +4,15 @@ The hot-path rows give the worker's CPU per run with the interpreter as it runs 
 garbage collector), which moves by several µs between processes. This view holds all of that still,
 so a change to one stage shows to within about a microsecond:
 
-* ``runs`` runs are made with the worker locked out (the application's hooks queue as usual), then
-  the measuring thread does what the worker does with that queue — the batches through the core,
-  the scored runs to events and metrics, the spans on to the downstream — with the garbage collector
-  off (its share is the hot-path rows' business, see ``docs/performance.md``);
+* ``runs`` runs are made with the worker thread stopped (the application's hooks queue as usual,
+  :func:`~bench.pipelines.without_worker`), then the measuring thread does what the worker does with
+  that queue — the batches through the core, the scored runs to events and metrics, the spans on to
+  the downstream — with the garbage collector off (its share is the hot-path rows' business, see
+  ``docs/performance.md``);
 * each stage's CPU (``time.thread_time``) is summed by timing the processor's own calls, once per
   batch or per trace (a few tenths of a µs per run of timing);
 * the lean design (``bench/lean_design.py``) reads the same workload on the measuring thread the same
-  way: its application hooks queue into a deque its worker does not watch, then its worker's
-  handlers run over that deque.
+  way: its worker stopped, its worker's own loop run there over what its hooks queued.
 
 Stages, µs per run: ``prepare`` (the batch matched: starts against ends, possible roots held),
 ``read`` (the core's per-span steps: ids, parent links, facts read), ``assembly`` (the trace's runs),
@@ -32,12 +32,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import context as otel_context
-
 import otel_toolscore.core._engine as engine
 
-from .lean_design import LeanDesignProcessor, lean_pipeline
-from .pipelines import candidate_pipeline
+from .lean_design import lean_pipeline
+from .pipelines import candidate_pipeline, without_worker
 from .workloads import WORKLOADS
 
 __all__ = ["STAGES", "worker_stages"]
@@ -61,41 +59,35 @@ def _timed(acc: collections.defaultdict[str, float], name: str, fn: Callable[...
 def _ours(workload: str, content: bool, runs: int, rounds: int) -> list[dict[str, float]]:
     run_fn, _spans, expectation = WORKLOADS[workload]
     pipe = candidate_pipeline(expectations=(expectation,))
-    proc = pipe.processor
-    assert proc is not None
+    proc = without_worker(pipe)
     acc: collections.defaultdict[str, float] = collections.defaultdict(float)
     # the processor's and the core's own calls, timed through instance attributes (the class is left
     # alone); the assembler through the core module's name for it, restored below
-    proc._prepare = _timed(acc, "prepare", proc._prepare)  # type: ignore[method-assign]
-    proc._core.feed = _timed(acc, "feed", proc._core.feed)  # type: ignore[method-assign]
-    proc._core.settle = _timed(acc, "settle", proc._core.settle)  # type: ignore[method-assign]
-    proc.outputs.deliver = _timed(acc, "outputs", proc.outputs.deliver)  # type: ignore[method-assign]
+    proc._prepare = _timed(acc, "prepare", proc._prepare)
+    proc._core.feed = _timed(acc, "feed", proc._core.feed)
+    proc._core.settle = _timed(acc, "settle", proc._core.settle)
+    proc.outputs.deliver = _timed(acc, "outputs", proc.outputs.deliver)
     assemble = engine.assemble_records  # type: ignore[attr-defined]
     engine.assemble_records = _timed(acc, "assembly", assemble)  # type: ignore[attr-defined]
-    # the worker's periodic work (it hands spans on without the core lock) is switched off meanwhile:
-    # the worker can then touch nothing this thread measures
-    idle_hook = proc._worker._idle_hook
-    proc._worker._idle_hook = lambda: 1.0
     out: list[dict[str, float]] = []
     try:
         k = 0
         for r in range(rounds + 1):  # the first round warms up
-            with proc._core_lock:  # the worker takes nothing meanwhile
-                for _ in range(runs):
-                    run_fn(pipe.tracer, content, k)
-                    k += 1
-                acc.clear()
-                gc.collect()
-                gc.disable()
-                try:
-                    t0 = time.thread_time()
-                    while proc._queue:
-                        proc._process(proc._worker.take_batch())
-                    t1 = time.thread_time()
-                    proc._hand_on()
-                    t2 = time.thread_time()
-                finally:
-                    gc.enable()
+            for _ in range(runs):
+                run_fn(pipe.tracer, content, k)
+                k += 1
+            acc.clear()
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = time.thread_time()
+                while proc._queue:  # the worker's loop: a batch at a time, through the core
+                    proc._process(proc._worker.take_batch())
+                t1 = time.thread_time()
+                proc._hand_on()
+                t2 = time.thread_time()
+            finally:
+                gc.enable()
             if r == 0:
                 continue
             stage = {
@@ -111,7 +103,6 @@ def _ours(workload: str, content: bool, runs: int, rounds: int) -> list[dict[str
             out.append({name: v / runs * 1e6 for name, v in stage.items()})
     finally:
         engine.assemble_records = assemble  # type: ignore[attr-defined]
-        proc._worker._idle_hook = idle_hook
         pipe.flush()
         pipe.close()
     return out
@@ -120,35 +111,19 @@ def _ours(workload: str, content: bool, runs: int, rounds: int) -> list[dict[str
 def _lean(workload: str, content: bool, runs: int, rounds: int) -> list[float]:
     run_fn, _spans, expectation = WORKLOADS[workload]
     pipe = lean_pipeline(expectation)
-    (lean,) = pipe.provider._active_span_processor._span_processors
-    assert isinstance(lean, LeanDesignProcessor)
+    lean = without_worker(pipe)
     out: list[float] = []
-    suppress = otel_context._SUPPRESS_INSTRUMENTATION_KEY
     try:
         k = 0
         for r in range(rounds + 1):
-            held: collections.deque[Any] = collections.deque()
-            watched, lean._queue = lean._queue, held  # its worker keeps watching the deque it started with
-            try:
-                for _ in range(runs):
-                    run_fn(pipe.tracer, content, k)
-                    k += 1
-            finally:
-                lean._queue = watched
+            for _ in range(runs):
+                run_fn(pipe.tracer, content, k)
+                k += 1
             gc.collect()
             gc.disable()
             try:
                 t0 = time.thread_time()
-                token = otel_context.attach(otel_context.set_value(suppress, True))
-                try:  # what its worker's loop does with each item
-                    for item in held:
-                        if type(item) is tuple:
-                            lean._started(item[0], item[1])
-                        else:
-                            lean._ended(item)
-                    lean._flush_counts()
-                finally:
-                    otel_context.detach(token)
+                lean._loop()  # its worker's own loop: returns once the queue is empty
                 t = time.thread_time() - t0
             finally:
                 gc.enable()
