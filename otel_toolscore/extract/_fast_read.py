@@ -19,7 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..run_records import CallRecord
-from ._content import io_value_input, oi_plain_outputs, openinference_inputs, openinference_outputs
+from ._content import (
+    genai_input_messages,
+    genai_output_messages,
+    io_value_input,
+    oi_plain_outputs,
+    openinference_inputs,
+    openinference_outputs,
+)
 from ._facts import (
     _CHARS_PER_FLAT_KEY,
     IN_SPAN_ATTRIBUTES,
@@ -233,11 +240,15 @@ def read_live_span(
     elif role == "agent" and code == "ERROR":
         f.status = "error"
     content = not _CONTENT_KEYS.isdisjoint(a)
+    messages = None
     if content:
-        for key, parser in GENAI_CONTENT:  # content: parsed at assembly, as the GenAI reader defers it
-            value = a.get(key)
-            if value is not None:
-                f.defer(parser, value)
+        if role != "tool" and not options.capture_content:
+            messages = _messages_alone(a, options)
+        if messages is None:
+            for key, parser in GENAI_CONTENT:  # content: parsed at assembly, as the GenAI reader defers it
+                value = a.get(key)
+                if value is not None:
+                    f.defer(parser, value)
     # what every reading ends with (readers.settle_facts), for a span of this convention alone
     convs = _CONVENTIONS.get(scope_name)
     f.conventions = convs if convs is not None else _conventions(scope_name)
@@ -282,11 +293,52 @@ def read_live_span(
             return f
     elif role == "agent":
         f.attributes = root_attributes(a)  # short scalars only: no reference to the span's content
+    if messages is not None:
+        _read_messages(f, messages[0], messages[1], options)
+        return f
     if not content and not options.capture_content and role != "tool":
         f.materialized = True  # nothing to parse, no text kept (what materialize() leaves)
         return f
     settle_content(f, options)
     return f
+
+
+#: Where a GenAI span's input messages wait when its outputs are read at once (one object for all:
+#: ``InSpan`` is never changed).
+_INPUT_MESSAGES = InSpan("gen_ai.input.messages")
+
+
+def _messages_alone(a: Any, options: ExtractOptions) -> tuple[str | None, str | None] | None:
+    """(input messages, output messages) of a GenAI model or agent span, content not kept, whose only
+    content is its messages as strings within the bounds that keep ``settle_content`` from parsing
+    its inputs now (``max_deferred_chars``) or declining its outputs (``max_parse_chars``); ``None``
+    for any other: deferred and settled the general way."""
+    if "gen_ai.tool.definitions" in a or "gen_ai.agent.tools" in a:
+        return None
+    inputs = a.get("gen_ai.input.messages")
+    if inputs is not None and (type(inputs) is not str or len(inputs) > options.max_deferred_chars):
+        return None
+    outputs = a.get("gen_ai.output.messages")
+    if outputs is not None and (type(outputs) is not str or len(outputs) > options.max_parse_chars):
+        return None
+    return inputs, outputs
+
+
+def _read_messages(f: SpanFacts, inputs: str | None, outputs: str | None, options: ExtractOptions) -> None:
+    """What ``defer`` of both message lists and ``settle_content`` leave, content not kept, without
+    their generic steps: the outputs parsed now (names and ids kept, the answer's text not), the
+    inputs left in the span under their key until a run needs them (:func:`_messages_alone` checked
+    both bounds)."""
+    if inputs is not None:
+        f.deferred = [(genai_input_messages, _INPUT_MESSAGES)]
+    if outputs is not None:
+        try:
+            genai_output_messages(f, outputs, options)
+        except Exception as exc:  # as SpanFacts._parse reports a parser that fails
+            f.problem(f"span {f.span_id}: genai_output_messages failed: {type(exc).__name__}: {exc}")
+        if f.final_output is not None:
+            f.final_output = None  # content is not kept
+    f.materialized = True
 
 
 def _plain(

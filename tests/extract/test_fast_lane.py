@@ -393,6 +393,74 @@ def test_may_root_answers_as_the_table_of_keys() -> None:
     assert min(answers.values()) > 1000, answers
 
 
+def _message_shapes() -> Iterator[dict[str, Any]]:
+    """Message attributes of GenAI model and agent spans: the semconv shape, other shapes, bad JSON,
+    redaction markers, values that are not strings, and sizes around the small bounds below."""
+    call = '{"type": "tool_call", "id": " call_1 ", "name": "get_weather", "arguments": {"city": "Paris"}}'
+    text = '{"type": "text", "content": "sunny"}'
+    outputs = [
+        None,
+        f'[{{"role": "assistant", "parts": [{call}, {text}], "finish_reason": "tool_call"}}]',
+        f'[{{"role": "assistant", "parts": [{text}]}}]',
+        '[{"role": "assistant", "parts": [{"type": "tool_call", "id": "null", "name": "final_result"}]}]',
+        '[{"message": {"role": "assistant", "tool_calls": [{"id": "c9", "function": {"name": "search"}}]}}]',
+        '[{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}]',
+        "[not json",
+        "",
+        "[REDACTED]",
+        ("a", "b"),
+        f'[{{"role": "assistant", "parts": [{call}], "extra": "{"x" * 120}"}}]',
+    ]
+    inputs = [
+        None,
+        '[{"role": "user", "parts": [{"type": "text", "content": "weather?"}]}]',
+        "x" * 80,
+        ["[]"],
+    ]
+    extras: list[dict[str, Any]] = [
+        {},
+        {"gen_ai.tool.definitions": '[{"type": "function", "name": "get_weather"}]'},
+        {"gen_ai.agent.tools": '["get_weather"]'},
+        {"gen_ai.agent.name": "planner"},
+    ]
+    for out, inp, extra in itertools.product(outputs, inputs, extras):
+        attrs: dict[str, Any] = dict(extra)
+        if out is not None:
+            attrs["gen_ai.output.messages"] = out
+        if inp is not None:
+            attrs["gen_ai.input.messages"] = inp
+        yield attrs
+
+
+def test_live_reader_reads_messages_alone_as_the_readers_do() -> None:
+    """A GenAI model or agent span whose only content is its messages, content not kept, is read at
+    once (outputs parsed, inputs left in the span by key): the same facts as the readers', with the
+    bounds that send it the general way — ``max_deferred_chars`` for the inputs, ``max_parse_chars``
+    for the outputs — on both sides of each."""
+    small = ExtractOptions(capture_content=False, max_deferred_chars=50, max_parse_chars=100)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    lane = 0
+    for op, status in itertools.product(("chat", "invoke_agent"), (StatusCode.UNSET, StatusCode.ERROR)):
+        for attrs in _message_shapes():
+            with tracer.start_as_current_span(f"{op} x", attributes={"gen_ai.operation.name": op}) as s:
+                s.set_attributes(attrs)
+                s.set_status(Status(status, "boom" if status is StatusCode.ERROR else None))
+            span = exporter.get_finished_spans()[-1]
+            exporter.clear()
+            for opts in (*OPTIONS, small):
+                fast = fast_read.read_live_span(span, opts)
+                assert fast is not None, attrs
+                assert _facts(fast) == _facts(read_span(record_from_readable(span), opts)), (op, attrs, opts)
+                messages = fast_read._messages_alone(span.attributes, opts)
+                if not opts.capture_content and messages is not None:
+                    lane += 1
+                    assert fast.materialized
+    assert lane > 150, lane
+
+
 def test_live_openinference_reader_declines_every_key_another_reader_reacts_to() -> None:
     """Every marker key of the readers is either OpenInference's (or read by its reader), or declined."""
     assert readers._MARKERS - {"openinference.span.kind", "gen_ai.system", "gen_ai.provider.name", "agent_name"} <= (
