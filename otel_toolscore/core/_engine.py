@@ -285,7 +285,7 @@ class Core:
             and "openinference" in facts.conventions
         ):
             # the root of a graph run as a tool, if its parent is a tool span: told at settle()
-            state.maybe[sid] = HeldRoot(sid, span, 0.0, True, self._ended)
+            state.maybe[sid] = (span, self._ended)
             self._maybes[trace_id] = state
             return
         is_root = hand_on or sid in state.local_roots or (facts is not None and facts.role == "agent")
@@ -407,22 +407,27 @@ class Core:
         maybes, self._maybes = self._maybes, {}
         for state in maybes.values():
             held, state.maybe = state.maybe, {}
-            roles = {f.span_id: f.role for f in state.facts if not f.from_log}
-            for sid, root in held.items():
-                parent = state.parents.get(sid)
-                role = roles.get(parent) if parent is not None else None
-                if role is None and parent is not None and parent in state.started:
-                    role = _role_at_start(self.source, state.started[parent])
+            roles: dict[str, str] | None = None
+            parents = state.parents
+            for sid, (span, order) in held.items():
+                parent = parents.get(sid)
+                role = None
+                if parent is not None:
+                    if roles is None:
+                        roles = {f.span_id: f.role for f in state.facts if not f.from_log}
+                    role = roles.get(parent)
+                    if role is None and parent in state.started:
+                        role = _role_at_start(self.source, state.started[parent])
                 if role == "tool":
                     try:
-                        self._root_ended(state, sid, root.span, True)
+                        self._root_ended(state, sid, span, True)
                         continue
                     except Exception:
                         _log.debug("otel-toolscore could not score a root", exc_info=True)
                         self.count_run("error", None)
                         if sid in state.held:
                             continue
-                self._hand_on(root.span, None, root.order)
+                self._hand_on(span, None, order)
             if not state.open and not state.held and not state.ready:
                 self._quiet[state.trace_id] = state
 
@@ -461,8 +466,8 @@ class Core:
         self._holding.pop(state.trace_id, None)
         if state.maybe:
             self._maybes.pop(state.trace_id, None)
-            for root in state.maybe.values():
-                self._hand_on(root.span, None, root.order)
+            for span, order in state.maybe.values():
+                self._hand_on(span, None, order)
             state.maybe = {}
         if state.held:
             self._release_ready(state, force=True)

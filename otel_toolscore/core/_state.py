@@ -82,8 +82,8 @@ class TraceState:
         #: agent roots seen: what eviction counts as lost runs
         self.agent_roots: set[str] = set()
         #: spans left to the core that root a run only if their parent is a tool span (a nested
-        #: graph's root): decided when the batch is settled
-        self.maybe: dict[str, HeldRoot] = {}
+        #: graph's root), as (span, place in end order): decided when the batch is settled
+        self.maybe: dict[str, tuple[Any, int]] = {}
 
     def has_open_descendant(self, span_id: str) -> bool:
         """Whether a span still open lies under ``span_id``. O(spans known), cycle-safe: every span's
