@@ -19,7 +19,14 @@ time per run; the summary gives each revision's processes sorted, their mean, th
 ratio, and B - A of both. Six pairs resolve ~0.03 on 1 thread; 8-thread rows take ``--pairs 12``.
 ``--pause-ms 5`` is the trickle row (each application thread sleeps that long after every run; 300
 runs per round).
-(``--child`` is the measuring process, internal.)
+
+``--stages`` compares the worker's stages instead (``bench/worker_stages.py``, µs per run, the
+interpreter held still; one thread, no pause), in the same alternating processes: each stage's mean
+for A and B and B - A. The stage view's figures drift by several percent between sittings while two
+processes back to back agree within 1-2 µs, so a change to one stage is told only this way. The lean
+design's own loop is measured in every process too: its B - A is the drift left between the two
+revisions' processes, the floor of what the stages' B - A can resolve.
+(``--child`` and ``--child-stages`` are the measuring processes, internal.)
 """
 
 from __future__ import annotations
@@ -70,6 +77,13 @@ def _child(tree: str, workload: str, threads: int, content: bool, rounds: int, p
                       "gc_us_per_run": statistics.median(gc_us)}))
 
 
+def _child_stages(tree: str, workload: str, content: bool, rounds: int) -> None:
+    sys.path.insert(0, tree)
+    from bench.worker_stages import worker_stages
+
+    print(json.dumps(worker_stages(workload, content, rounds=rounds)))
+
+
 @contextlib.contextmanager
 def _tree(rev: str) -> Iterator[str]:
     """``rev`` as a source tree: the directory itself, or a temporary worktree of the git revision."""
@@ -88,8 +102,12 @@ def _tree(rev: str) -> Iterator[str]:
 
 
 def _measure(tree: str, args: argparse.Namespace) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--child", tree, args.workload, str(args.threads),
-           "on" if args.content else "off", str(args.rounds), str(args.pause_ms / 1000)]
+    content = "on" if args.content else "off"
+    if args.stages:
+        cmd = [sys.executable, __file__, "--child-stages", tree, args.workload, content, str(args.rounds)]
+    else:
+        cmd = [sys.executable, __file__, "--child", tree, args.workload, str(args.threads), content, str(args.rounds),
+               str(args.pause_ms / 1000)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=tree)
     if proc.returncode != 0:
         raise SystemExit(f"measuring {tree} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -101,6 +119,10 @@ def main(argv: list[str]) -> int:
         tree, workload, threads, content, rounds, pause_s = argv[1:7]
         _child(tree, workload, int(threads), content == "on", int(rounds), float(pause_s))
         return 0
+    if argv[:1] == ["--child-stages"]:
+        tree, workload, content, rounds = argv[1:5]
+        _child_stages(tree, workload, content == "on", int(rounds))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rev_a")
     parser.add_argument("rev_b")
@@ -111,16 +133,23 @@ def main(argv: list[str]) -> int:
                         help="each application thread sleeps this long after every run (the trickle row: 5)")
     parser.add_argument("--pairs", type=int, default=6, help="processes per revision (alternating)")
     parser.add_argument("--rounds", type=int, default=7, help="rounds per process")
+    parser.add_argument("--stages", action="store_true",
+                        help="the worker's stages (bench/worker_stages.py) instead of the hot-path ratio")
     args = parser.parse_args(argv)
     if args.threads < 1 or args.pairs < 1 or args.rounds < 1:
         parser.error("--threads, --pairs and --rounds must be at least 1")
     if not 0 <= args.pause_ms <= 1000:
         parser.error("--pause-ms must be between 0 and 1000")
+    if args.stages and (args.threads != 1 or args.pause_ms):
+        parser.error("--stages measures the worker on one thread, runs back to back (no --threads, --pause-ms)")
     found: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     with _tree(args.rev_a) as tree_a, _tree(args.rev_b) as tree_b:
         for _ in range(args.pairs):
             found["A"].append(_measure(tree_a, args))
             found["B"].append(_measure(tree_b, args))
+    if args.stages:
+        _print_stages(found, args)
+        return 0
     row = f"{args.workload}, {args.threads} thread{'s' if args.threads > 1 else ''}, content {'on' if args.content else 'off'}"
     if args.pause_ms:
         row += f", runs {args.pause_ms:g} ms apart"
@@ -136,6 +165,17 @@ def main(argv: list[str]) -> int:
               f"  collector {gc_us:.0f} us/run")
     print(f"  B - A: {means['B'] - means['A']:+.3f} (agent thread {agent_means['B'] - agent_means['A']:+.3f})")
     return 0
+
+
+def _print_stages(found: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
+    print(f"{args.workload}, content {'on' if args.content else 'off'}: worker stages, us per run, "
+          f"{args.pairs} processes x {args.rounds} rounds each")
+    print(f"  {'stage':12s} {'A':>8s} {'B':>8s} {'B - A':>8s}")
+    for stage in found["A"][0]:
+        a = statistics.mean(f[stage] for f in found["A"])
+        b = statistics.mean(f[stage] for f in found["B"])
+        print(f"  {stage:12s} {a:8.1f} {b:8.1f} {b - a:+8.1f}")
+    print(f"  A {args.rev_a}; B {args.rev_b}; lean_total: the lean design's loop in the same processes (the drift)")
 
 
 if __name__ == "__main__":

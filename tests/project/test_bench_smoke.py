@@ -151,3 +151,21 @@ def test_ab_comparison_measures_both_trees_and_reports_the_difference() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )
     assert negative.returncode == 2 and "--pause-ms" in negative.stderr
+    # the worker's stages, A and B in alternating processes, each stage's difference
+    stages = subprocess.run(
+        [sys.executable, "bench/compare.py", str(ROOT), str(ROOT), "--stages", "--pairs", "1", "--rounds", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=170, check=False,
+    )
+    assert stages.returncode == 0, stages.stderr[-4000:]
+    lines = stages.stdout.splitlines()
+    assert lines[0].startswith("genai7, content off: worker stages, us per run")
+    rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in lines[2:-1]}
+    assert set(rows) == {"prepare", "read", "assembly", "scoring", "outputs", "hand_on", "other", "total", "lean_total"}
+    for a, b, diff in rows.values():
+        assert a > 0 and b > 0 and abs(b - a - diff) < 0.11
+    assert 20 < rows["total"][0] < 2000
+    one_thread = subprocess.run(
+        [sys.executable, "bench/compare.py", str(ROOT), str(ROOT), "--stages", "--threads", "8"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert one_thread.returncode == 2 and "--stages" in one_thread.stderr
