@@ -19,14 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..run_records import CallRecord
-from ._content import (
-    genai_input_messages,
-    genai_output_messages,
-    io_value_input,
-    oi_plain_outputs,
-    openinference_inputs,
-    openinference_outputs,
-)
+from ._content import io_value_input, oi_plain_outputs, openinference_inputs, openinference_outputs
 from ._facts import (
     _CHARS_PER_FLAT_KEY,
     IN_SPAN_ATTRIBUTES,
@@ -306,6 +299,12 @@ def read_live_span(
 #: Where a GenAI span's input messages wait when its outputs are read at once (one object for all:
 #: ``InSpan`` is never changed).
 _INPUT_MESSAGES = InSpan("gen_ai.input.messages")
+#: The GenAI reader's content keys other than the two message lists: a span with any of them is
+#: deferred and settled the general way (derived, so a key added there is not skipped here).
+_NOT_MESSAGES = tuple(key for key, _ in GENAI_CONTENT if key not in ("gen_ai.input.messages", "gen_ai.output.messages"))
+#: ... and the parsers of the two, as the GenAI reader pairs them
+_INPUTS_PARSER = dict(GENAI_CONTENT)["gen_ai.input.messages"]
+_OUTPUTS_PARSER = dict(GENAI_CONTENT)["gen_ai.output.messages"]
 
 
 def _messages_alone(a: Any, options: ExtractOptions) -> tuple[str | None, str | None] | None:
@@ -313,8 +312,9 @@ def _messages_alone(a: Any, options: ExtractOptions) -> tuple[str | None, str | 
     content is its messages as strings within the bounds that keep ``settle_content`` from parsing
     its inputs now (``max_deferred_chars``) or declining its outputs (``max_parse_chars``); ``None``
     for any other: deferred and settled the general way."""
-    if "gen_ai.tool.definitions" in a or "gen_ai.agent.tools" in a:
-        return None
+    for key in _NOT_MESSAGES:
+        if key in a:
+            return None
     inputs = a.get("gen_ai.input.messages")
     if inputs is not None and (type(inputs) is not str or len(inputs) > options.max_deferred_chars):
         return None
@@ -330,12 +330,12 @@ def _read_messages(f: SpanFacts, inputs: str | None, outputs: str | None, option
     inputs left in the span under their key until a run needs them (:func:`_messages_alone` checked
     both bounds)."""
     if inputs is not None:
-        f.deferred = [(genai_input_messages, _INPUT_MESSAGES)]
+        f.deferred = [(_INPUTS_PARSER, _INPUT_MESSAGES)]
     if outputs is not None:
         try:
-            genai_output_messages(f, outputs, options)
+            _OUTPUTS_PARSER(f, outputs, options)
         except Exception as exc:  # as SpanFacts._parse reports a parser that fails
-            f.problem(f"span {f.span_id}: genai_output_messages failed: {type(exc).__name__}: {exc}")
+            f.problem(f"span {f.span_id}: {_OUTPUTS_PARSER.__name__} failed: {type(exc).__name__}: {exc}")
         if f.final_output is not None:
             f.final_output = None  # content is not kept
     f.materialized = True
