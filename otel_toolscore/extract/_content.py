@@ -224,6 +224,8 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
 # -- OpenInference --------------------------------------------------------------------------------
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _OI_INPUT_PREFIX = "llm.input_messages."
+_OI_FIRST_INPUT_ROLE = _OI_INPUT_PREFIX + "0.message.role"
+_OI_FIRST_INPUT_CONTENT = _OI_INPUT_PREFIX + "0.message.content"
 #: What lets two keys name one message field: an index in two spellings (``01`` and ``1``, digits of
 #: another script), a line break (``$`` matches before a final one)
 _NON_CANONICAL_INDEX = re.compile(r"\.0\d|[^\x00-\x7f]|\n")
@@ -539,8 +541,19 @@ def _string_keys(attrs: Mapping[str, Any]) -> Iterator[tuple[Any, str]]:
 
 
 def has_openinference_inputs(attrs: Mapping[str, Any]) -> bool:
-    """Whether an LLM span recorded input messages (without reading them)."""
-    return "llm.input_messages.0.message.role" in attrs or "llm.input_messages.0.message.content" in attrs
+    """Whether an LLM span holds any key :func:`openinference_inputs` would read (``llm.input_messages.*``).
+
+    A span without one (inputs hidden, or none recorded) has no input to defer: holding the parser
+    and the span for it only sent the trace to the general rules (a model call without output, and
+    input to read its calls from) to find nothing there. The first message's role or content answers
+    at once; otherwise every key is looked at (one that is no string counts, as the parser reads it
+    as ``str(key)``)."""
+    if _OI_FIRST_INPUT_ROLE in attrs or _OI_FIRST_INPUT_CONTENT in attrs:
+        return True
+    for key in attrs:  # noqa: SIM110 - a loop, not any() of a generator: this runs per model span
+        if type(key) is not str or key.startswith(_OI_INPUT_PREFIX):
+            return True
+    return False
 
 
 def maybe_json_string(text: str) -> str:

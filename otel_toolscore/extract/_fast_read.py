@@ -19,7 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..run_records import CallRecord
-from ._content import io_value_input, oi_plain_outputs, openinference_inputs, openinference_outputs
+from ._content import (
+    has_openinference_inputs,
+    io_value_input,
+    oi_plain_outputs,
+    openinference_inputs,
+    openinference_outputs,
+)
 from ._facts import (
     _CHARS_PER_FLAT_KEY,
     IN_SPAN_ATTRIBUTES,
@@ -498,7 +504,8 @@ def _plain_oi(
         except Exception as exc:  # as _parse reports a parser that fails
             f.problem(f"span {ids[1]}: openinference_outputs failed: {type(exc).__name__}: {exc}")
         f.final_output = None  # content is not kept
-        f.deferred = [(openinference_inputs, IN_SPAN_ATTRIBUTES)]
+        if has_openinference_inputs(a):  # as the reader defers them
+            f.deferred = [(openinference_inputs, IN_SPAN_ATTRIBUTES)]
         return f
     # a chain, or a kind no role is read from
     values["role"] = "other"

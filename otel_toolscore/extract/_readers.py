@@ -16,6 +16,7 @@ from ._content import (
     adk_llm_response,
     genai_input_messages,
     genai_output_messages,
+    has_openinference_inputs,
     io_value_input,
     io_value_output,
     langchain_tool_message_id,
@@ -236,7 +237,8 @@ def _openinference(rec: SpanRecord, a: Mapping[str, Any], f: SpanFacts, convs: l
         _oi_tool(rec, a, f, framework)
     elif kind == "LLM":
         f.defer(openinference_outputs, a)
-        f.defer(openinference_inputs, a)
+        if has_openinference_inputs(a):  # nothing to hold the span for otherwise
+            f.defer(openinference_inputs, a)
         if "output.value" in a:
             f.defer(openinference_output_value, a["output.value"])
     elif f.role == "agent" and framework == "crewai":

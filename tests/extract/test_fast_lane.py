@@ -339,6 +339,13 @@ def _oi_span_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusC
          "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "weather?",
          "llm.tools.0.tool.json_schema": '{"type": "function", "function": {"name": "get_weather"}}'},
         {"output.value": '{"choices": [{"message": {"role": "assistant", "tool_calls": []}}]}', "crew_agents": "[]"},
+        # a model call's output with its inputs hidden (nothing to defer), and input messages the
+        # first message's keys do not show (a later index only, an index written "01")
+        {"llm.output_messages.0.message.role": "assistant"},
+        {"llm.output_messages.0.message.role": "assistant", "llm.input_messages.1.message.content": "and now?"},
+        {"llm.input_messages.01.message.role": "user", "llm.input_messages.01.message.content": "weather?"},
+        {"llm.input_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",
+         "llm.input_messages.0.message.tool_calls.0.tool_call.id": "c9"},
         {"gen_ai.operation.name": "chat"},
         {"traceloop.span.kind": "task"},
         {"tool_arguments": "{}"},
@@ -358,6 +365,73 @@ def test_live_openinference_reader_gives_the_readers_facts_or_declines() -> None
         _oi_span_shapes(),
         lambda attrs: {k: v for k, v in attrs.items() if k != "openinference.span.kind"},
     )
+
+
+def test_openinference_inputs_are_deferred_only_where_the_parser_would_read_some() -> None:
+    """A model span with no ``llm.input_messages.*`` key defers no input parse (live lane and reader
+    alike); where it has none, the parser would have left the facts as they were."""
+    from otel_toolscore.extract._content import has_openinference_inputs, openinference_inputs
+
+    rng = random.Random(7)
+    pieces = ["llm.input_messages.0.message.role", "llm.input_messages.0.message.content",
+              "llm.input_messages.2.message.content", "llm.input_messages.01.message.role",
+              "llm.input_messages.0.message.tool_calls.0.tool_call.function.name",
+              "llm.input_messages.0.message.tool_calls.0.tool_call.id", "llm.input_messages.x",
+              "llm.output_messages.0.message.role", "llm.output_messages.0.message.content",
+              "llm.model_name", "input.value", "llm.input_messages", "llm.invocation_parameters"]
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        attrs = {k: rng.choice(["user", "tool", "hi", '{"a": 1}', "c1", "get_weather"])
+                 for k in rng.sample(pieces, rng.randint(0, 6))}
+        has = has_openinference_inputs(attrs)
+        seen[has] += 1
+        assert has == any(k.startswith("llm.input_messages.") for k in attrs), attrs
+        if not has:
+            blank, parsed = SpanFacts.new("t", "s", None, "llm", "m", 1, 2), SpanFacts.new("t", "s", None, "llm", "m", 1, 2)
+            openinference_inputs(parsed, attrs, OPTIONS[0])
+            assert _facts(parsed) == _facts(blank), attrs
+    assert seen[True] > 300 and seen[False] > 300, seen
+
+
+def _oi_graph(tracer: Any, inputs: bool) -> None:
+    """A LangGraph-shaped OpenInference run: a bare root, steps of CHAIN -> LLM (a requested call) and
+    CHAIN -> TOOL, and a last model call that shows no output but its role; inputs hidden or not."""
+    root = tracer.start_span("weather_agent")
+    ctx = trace_api.set_span_in_context(root)
+    for step in range(3):
+        with tracer.start_as_current_span("agent", context=ctx, attributes={"openinference.span.kind": "CHAIN"}):
+            with tracer.start_as_current_span("ChatOpenAI", attributes={"openinference.span.kind": "LLM"}) as llm:
+                llm.set_attribute("llm.output_messages.0.message.role", "assistant")
+                llm.set_attribute("llm.output_messages.0.message.tool_calls.0.tool_call.id", f"call_{step}")
+                llm.set_attribute("llm.output_messages.0.message.tool_calls.0.tool_call.function.name", f"tool_{step}")
+                if inputs:
+                    llm.set_attribute("llm.input_messages.0.message.role", "user")
+        with tracer.start_as_current_span("tools", context=ctx, attributes={"openinference.span.kind": "CHAIN"}):
+            with tracer.start_as_current_span(f"tool_{step}", attributes={"openinference.span.kind": "TOOL"}) as tool:
+                tool.set_attribute("tool.name", f"tool_{step}")
+    with tracer.start_as_current_span("ChatOpenAI", context=ctx, attributes={"openinference.span.kind": "LLM"}) as final:
+        final.set_attribute("llm.output_messages.0.message.role", "assistant")
+        if inputs:
+            final.set_attribute("llm.input_messages.0.message.role", "user")
+    root.set_attribute("openinference.span.kind", "CHAIN")
+    root.end()
+
+
+@pytest.mark.parametrize("inputs", [False, True], ids=["inputs-hidden", "inputs-recorded"])
+def test_lean_run_takes_an_openinference_graph_whose_inputs_are_hidden(lean: _Checked, inputs: bool) -> None:
+    """A last model call that shows no output sends a trace to the general rules only where the model
+    was given input to read its calls from; with inputs hidden, the lean lane takes it (same run)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _oi_graph(provider.get_tracer("openinference.instrumentation.langchain"), inputs)
+    spans = exporter.get_finished_spans()
+    facts = [f for f in (fast_read.read_live_oi_span(s, OPTIONS[1]) for s in spans) if f is not None]
+    assert len(facts) == len(spans) == 14
+    parents = {f.span_id: f.parent_span_id for f in facts}
+    runs = assemble.assemble_records(facts, parents, options=OPTIONS[1])
+    assert [[c.name for c in r.tool_calls] for r in runs] == [["tool_0", "tool_1", "tool_2"]]
+    assert (lean.taken, lean.declined) == ((0, 1) if inputs else (1, 0))
 
 
 def test_may_root_answers_as_the_table_of_keys() -> None:
