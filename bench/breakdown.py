@@ -9,7 +9,8 @@ Two views, single-threaded, measured in the same run as their baseline:
   attributes, events, metrics, no rule matching so nothing is scored), each as a ratio to the SDK
   alone in the same round.
 * ``worker stages``: our worker's CPU per run stage by stage, beside the lean design's worker on
-  the same spans, with the interpreter held still (:mod:`bench.worker_stages`);
+  the same spans, with the interpreter held still (:mod:`bench.worker_stages`): GenAI with content
+  on the spans and without, OpenInference with and without;
 * ``stall``: the longest pause of an application thread (one that ticks every millisecond) while
   the worker reads a run whose model span carries one long message of tool calls — under the
   default ``max_parse_chars`` (not parsed) and with the limit raised above it (parsed in one C call
@@ -180,7 +181,9 @@ def run(result: Result, *, quick: bool) -> None:
                 1,
             ),
         )
-    for workload, content in (("genai7", False), ("genai7", True), ("openinference30", True)):
+    # OpenInference with content off too: its model spans then carry no input messages (hidden, as
+    # OPENINFERENCE_HIDE_INPUTS leaves them), the case whose runs once fell to the general rules
+    for workload, content in (("genai7", False), ("genai7", True), ("openinference30", True), ("openinference30", False)):
         stages = worker_stages(workload, content, runs=10 if quick else 100, rounds=2 if quick else 15)
         result.add(
             name=f"worker stages, {workload}, content {'on' if content else 'off'}",
