@@ -13,6 +13,7 @@ from typing import Any
 
 from ..run_records import ToolRecord
 from ._facts import (
+    EVENT_INPUT_PARSERS,
     INPUT_PARSERS,
     KEYED_PARSERS,
     OUTPUT_PARSERS,
@@ -50,6 +51,8 @@ __all__ = [
     "langchain_tool_message_id",
     "langgraph_tool_context",
     "log_event_body",
+    "log_event_input",
+    "log_event_output",
     "mastra_agent_output",
     "mastra_step_output",
     "openinference_inputs",
@@ -219,6 +222,18 @@ def log_event_body(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     if role == "tool" and "tool_call_id" not in message:
         message["tool_call_id"] = body.get("id")
     _absorb_history(facts, parse_messages(message, opts.max_calls_per_run), opts)
+
+
+def log_event_input(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """:func:`log_event_body` of a span event that is what the model was given (``gen_ai.user`` /
+    ``system`` / ``assistant`` / ``tool.message``: the request and the history): an input parser, so it
+    may wait, as the span's input attributes do, until a run needs it (:data:`EVENT_INPUT_PARSERS`)."""
+    log_event_body(facts, value, opts)
+
+
+def log_event_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
+    """:func:`log_event_body` of a span's ``gen_ai.choice`` event: the answer only (an output parser)."""
+    log_event_body(facts, value, opts)
 
 
 # -- OpenInference --------------------------------------------------------------------------------
@@ -819,7 +834,8 @@ def langchain_tool_message_id(facts: SpanFacts, value: Any, opts: ExtractOptions
         facts.call_id = clean_id(fields.get("tool_call_id"))
 
 
-INPUT_PARSERS.update({genai_input_messages, io_value_input, openinference_inputs, vercel_prompt})
+INPUT_PARSERS.update({genai_input_messages, io_value_input, log_event_input, openinference_inputs, vercel_prompt})
+EVENT_INPUT_PARSERS.add(log_event_input)
 PARSER_KEYS[io_value_input] = ("input.value", "traceloop.entity.input")
 TEXT_PARSERS.update({io_value_output, mastra_agent_output})
 KEYED_PARSERS.update({openinference_outputs, openinference_inputs, traceloop_indexed})
@@ -827,7 +843,7 @@ KEYED_PARSERS.update({openinference_outputs, openinference_inputs, traceloop_ind
 # known, never the request or the history (log events, whole-conversation dumps, ADK requests and
 # the framework parsers may: a span with one of those parses its inputs in order, at once)
 OUTPUT_PARSERS.update({
-    genai_output_messages, agent_output_messages, openinference_outputs, openinference_output_value,
+    genai_output_messages, agent_output_messages, log_event_output, openinference_outputs, openinference_output_value,
     io_value_output, tool_definitions, vercel_prompt_tools, vercel_response_toolcalls, adk_llm_response,
     mastra_step_output, mastra_agent_output,
 })

@@ -18,6 +18,7 @@ application's prompts, arguments or results (what the processor keeps while a ru
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from ._hints import RunHints
 from ._records import plain_attributes
 from ._values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "INPUT_PARSERS", "KEYED_PARSERS", "OUTPUT_PARSERS", "PARSER_KEYS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
+__all__ = ["DEFAULT_OPTIONS", "EVENT_INPUT_PARSERS", "INPUT_PARSERS", "KEYED_PARSERS", "OUTPUT_PARSERS", "PARSER_KEYS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +163,11 @@ OUTPUT_PARSERS: set[Deferred] = set()
 #: Parsers given a span's whole attribute mapping that look up a few keys in it: handed the mapping
 #: as it is, not a plain copy of every value in it.
 KEYED_PARSERS: set[Deferred] = set()
+#: Input parsers of a span's events (its ``gen_ai.*.message`` history): with content not kept they wait
+#: only where every other parser of the span is one of :data:`OUTPUT_PARSERS`; anywhere else they run
+#: at once with the span's other parsers, in order (one that reads the history too, OpenLLMetry's
+#: indexed prompt say, then sees it as it always did).
+EVENT_INPUT_PARSERS: set[Deferred] = set()
 
 #: Characters a flattened attribute is taken to hold when a mapping of them is kept for later.
 _CHARS_PER_FLAT_KEY = 64
@@ -352,6 +358,10 @@ class SpanFacts:
                 # a flattened conversation (OpenInference) is held as the span's attribute mapping: its
                 # size is estimated from its number of keys, not measured (that is the walk put off)
                 held += len(v) * _CHARS_PER_FLAT_KEY
+            elif type(v) is tuple and len(v) == 2 and isinstance(v[1], Mapping):
+                # an event's (name, attributes): measured, or too large to hold when they cannot be
+                size = _event_chars(v)
+                held += sys.maxsize if size is None else size
             else:
                 held += _text_size(v)
         return held
@@ -378,9 +388,16 @@ class SpanFacts:
                     self.deferred = ()
                     self._parse(deferred, opts)
             else:  # parsers of text only are not run: without content their text is dropped anyway
-                now = [d for d in deferred if d[0] not in INPUT_PARSERS and d[0] not in TEXT_PARSERS]
-                inputs = [d for d in deferred if d[0] in INPUT_PARSERS]
-                self.deferred = (self._by_reference(inputs, opts) or ()) if inputs else ()
+                # an event's input (as an event holds it) may wait where only answers are read besides
+                held = _inputs_may_wait(deferred)
+                if held or not EVENT_INPUT_PARSERS:
+                    now = [d for d in deferred if d[0] not in INPUT_PARSERS and d[0] not in TEXT_PARSERS]
+                    inputs = [d for d in deferred if d[0] in INPUT_PARSERS]
+                else:
+                    waits = INPUT_PARSERS - EVENT_INPUT_PARSERS
+                    now = [d for d in deferred if d[0] not in waits and d[0] not in TEXT_PARSERS]
+                    inputs = [d for d in deferred if d[0] in waits]
+                self.deferred = (self._by_reference(inputs, opts, held) or ()) if inputs else ()
                 self._parse(now, opts)
         if self.tool_name is not None and self.role == "tool":
             result = self._content(self.raw_result, opts, "result")
@@ -418,32 +435,43 @@ class SpanFacts:
             self._settle_texts(opts)
         return self
 
-    def _by_reference(self, inputs: list[tuple[Deferred, Any]], opts: ExtractOptions) -> list[tuple[Deferred, Any]]:
+    def _by_reference(
+        self, inputs: list[tuple[Deferred, Any]], opts: ExtractOptions, events: bool = False
+    ) -> list[tuple[Deferred, Any]]:
         """Input content waiting for a run that may need it, held as a reference into the
         application's span where there is one (the span holds it anyway; we hold no copy of the
-        content): an attribute's key, or the whole attribute mapping. A value the span does not
-        hold as an attribute (from an event) is parsed now."""
+        content): an attribute's key, or the whole attribute mapping. With ``events``, a value an
+        event of the span holds (its text, or its attributes: :func:`_event_chars` tells their size,
+        which ``max_deferred_chars`` bounds) is held as it is too; anything else is parsed now.
+
+        What is held is later parsed in the order the values were parsed before they could wait: an
+        event's text first, then the events' history, then what the span's attributes hold."""
         holder = self.holder
         if holder is None:
             return inputs
         attrs = plain_attributes(holder)
         kept: list[tuple[Deferred, Any]] = []
+        texts: list[tuple[Deferred, Any]] = []
+        history: list[tuple[Deferred, Any]] = []
         for parser, value in inputs:
             if value is attrs:
                 kept.append((parser, IN_SPAN_ATTRIBUTES))
                 continue
             key: str | None = None
-            for known in PARSER_KEYS.get(parser, ()):
-                if attrs.get(known) is value:
-                    key = known
-                    break
-            else:
-                key = next((k for k, v in attrs.items() if v is value), None)
-            if key is None:
-                self._parse(((parser, value),), opts)
-            else:
+            if type(value) is not tuple:  # an event's (name, body): never an attribute's value
+                for known in PARSER_KEYS.get(parser, ()):
+                    if attrs.get(known) is value:
+                        key = known
+                        break
+                else:
+                    key = next((k for k, v in attrs.items() if v is value), None)
+            if key is not None:
                 kept.append((parser, InSpan(key)))
-        return kept
+            elif events and _event_chars(value) is not None:  # an event's own text or attributes
+                (history if type(value) is tuple else texts).append((parser, value))
+            else:
+                self._parse(((parser, value),), opts)
+        return [*texts, *history, *kept] if texts or history else kept
 
     def _held(self, value: Any) -> Any:
         if type(value) is InSpan:
@@ -524,6 +552,37 @@ def _inputs_may_wait(deferred: Sequence[tuple[Deferred, Any]]) -> bool:
         elif parser not in OUTPUT_PARSERS:
             return False
     return inputs
+
+
+_SCALARS = (int, float, bool, type(None))
+
+
+def _event_chars(value: Any) -> int | None:
+    """Characters an input value from a span event holds, where they can be told: a text, or an
+    event's ``(name, body)`` whose body is a text or the event's attributes (their texts, and the
+    texts in their sequences); ``None`` for anything else (then it is parsed at once, not held)."""
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if type(value) is not tuple or len(value) != 2 or not isinstance(value[0], str):
+        return None
+    name, body = value
+    if isinstance(body, (str, bytes, bytearray)):
+        return len(name) + len(body)
+    if not isinstance(body, Mapping):
+        return None
+    chars = len(name)
+    for v in body.values():
+        if isinstance(v, (str, bytes, bytearray)):
+            chars += len(v)
+        elif isinstance(v, (tuple, list)):
+            for item in v:
+                if isinstance(item, (str, bytes, bytearray)):
+                    chars += len(item)
+                elif not isinstance(item, _SCALARS):
+                    return None
+        elif not isinstance(v, _SCALARS):
+            return None
+    return chars
 
 
 def _text_size(value: Any) -> int:

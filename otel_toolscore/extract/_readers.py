@@ -22,6 +22,8 @@ from ._content import (
     langchain_tool_message_id,
     langgraph_tool_context,
     log_event_body,
+    log_event_input,
+    log_event_output,
     mastra_agent_output,
     mastra_step_output,
     openinference_inputs,
@@ -488,7 +490,7 @@ def _span_events(rec: SpanRecord, f: SpanFacts, convs: list[str]) -> None:
                 f.raw_result = eattrs.get("message")
         elif ename in _BODY_EVENTS:
             body: Any = eattrs.get("body", eattrs)
-            f.defer(log_event_body, (ename, body))
+            f.defer(log_event_output if ename == "gen_ai.choice" else log_event_input, (ename, body))
             found = True
         elif ename in _DETAIL_EVENTS:
             _defer_detail(f, eattrs)

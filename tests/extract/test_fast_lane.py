@@ -32,9 +32,10 @@ from otel_toolscore.extract import ExtractOptions, extract_runs, read_span, reco
 from otel_toolscore.extract import _assemble as assemble
 from otel_toolscore.extract import _fast_read as fast_read
 from otel_toolscore.extract import _readers as readers
-from otel_toolscore.extract._facts import Requested, SpanFacts
+from otel_toolscore.extract._facts import SpanFacts
 from otel_toolscore.model import AgentRun
 from otel_toolscore.run_records import as_model
+from tests.support.facts import facts_fields
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 FILES = sorted(p for p in CORPUS.rglob("*.traces.jsonl") if "node_modules" not in p.parts)
@@ -263,20 +264,12 @@ def _facts(f: SpanFacts | None) -> Any:
     """Every field of ``f``, requested calls by value (they compare by identity)."""
     if f is None:
         return None
-    out = {}
     if f.plain:  # what the reader promises of facts it marks plain (the lean assembly lane trusts it)
         assert f.materialized and not f.from_log and f.hints is None and f.context_call is None
         assert f.handoff_to is None and f.handoff_from is None and not f.error_message
         assert not f.requested_fallback and (f.role == "llm" or not f.requested)
         assert not f.deferred and not f.history_calls and not f.dropped_calls and not f.unparsed
-    for field in dataclasses.fields(f):
-        if field.name == "plain":  # how the facts were read, not what they say
-            continue
-        value = getattr(f, field.name)
-        if field.name in ("requested", "requested_fallback"):
-            value = [tuple(getattr(r, k) for k in Requested.__slots__) for r in value]
-        out[field.name] = value
-    return out
+    return facts_fields(f)
 
 
 def _check_live_reader(
