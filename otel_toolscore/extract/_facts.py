@@ -388,15 +388,17 @@ class SpanFacts:
                     self.deferred = ()
                     self._parse(deferred, opts)
             else:  # parsers of text only are not run: without content their text is dropped anyway
-                # an event's input (as an event holds it) may wait where only answers are read besides
+                # an event's input (as an event holds it) may wait where only answers are read besides;
+                # anywhere else it runs now, in its place among the span's other parsers
                 held = _inputs_may_wait(deferred)
-                if held or not EVENT_INPUT_PARSERS:
-                    now = [d for d in deferred if d[0] not in INPUT_PARSERS and d[0] not in TEXT_PARSERS]
-                    inputs = [d for d in deferred if d[0] in INPUT_PARSERS]
-                else:
-                    waits = INPUT_PARSERS - EVENT_INPUT_PARSERS
-                    now = [d for d in deferred if d[0] not in waits and d[0] not in TEXT_PARSERS]
-                    inputs = [d for d in deferred if d[0] in waits]
+                now: list[tuple[Deferred, Any]] = []
+                inputs: list[tuple[Deferred, Any]] = []
+                for d in deferred:
+                    parser = d[0]
+                    if parser in INPUT_PARSERS and (held or parser not in EVENT_INPUT_PARSERS):
+                        inputs.append(d)
+                    elif parser not in TEXT_PARSERS:
+                        now.append(d)
                 self.deferred = (self._by_reference(inputs, opts, held) or ()) if inputs else ()
                 self._parse(now, opts)
         if self.tool_name is not None and self.role == "tool":
