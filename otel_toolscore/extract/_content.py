@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import orjson
+
 from ..run_records import ToolRecord
 from ._facts import (
     EVENT_INPUT_PARSERS,
@@ -35,6 +37,7 @@ from ._values import (
     maybe_json,
     parse_messages,
     plain,
+    semconv_output_calls,
     text_of,
 )
 
@@ -485,11 +488,53 @@ def oi_plain_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOp
     if found:
         start = facts.end_time_unix_nano or None
         span_id = facts.span_id
-        framework = opts.is_framework
+        names, prefixes = opts.framework_tool_names, opts.framework_tool_prefixes  # opts.is_framework, inline
         facts.requested = [
-            Requested(name, clean_id(cid), None, "framework" if framework(name) else "tool", span_id, start, n)
+            Requested(
+                name, clean_id(cid), None, "framework" if name in names or name.startswith(prefixes) else "tool",
+                span_id, start, n,
+            )
             for n, (name, cid) in enumerate(found)
         ]
+    return True
+
+
+def genai_plain_outputs(facts: SpanFacts, value: str, opts: ExtractOptions) -> bool:
+    """:func:`genai_output_messages` of a model or agent span when content is not kept, for output
+    messages in the conventions' own shape (:func:`~._values.semconv_output_calls`): the requested
+    calls built straight from the parsed JSON, the answer's text not kept (what the general way
+    leaves once content is dropped); ``False`` (nothing done) for any other value or shape, and for
+    text that is no valid JSON to ``orjson`` (the general way decides and reports it)."""
+    if value in REDACTION_MARKERS:
+        return False
+    try:
+        data = orjson.loads(value)
+    except (orjson.JSONDecodeError, TypeError):
+        return False
+    read = semconv_output_calls(data, opts.max_calls_per_run)
+    if read is None:
+        return False
+    found, said, dropped = read
+    if dropped:
+        facts.dropped_calls += dropped
+    if found or said:
+        facts.saw_output = True
+    if found:
+        start = facts.end_time_unix_nano or None
+        span_id = facts.span_id
+        names, prefixes = opts.framework_tool_names, opts.framework_tool_prefixes  # opts.is_framework, inline
+        calls = [
+            Requested(
+                name, clean_id(cid), None, "framework" if name in names or name.startswith(prefixes) else "tool",
+                span_id, start, n,
+            )
+            for n, (name, cid) in enumerate(found)
+        ]
+        if facts.role == "agent":  # an agent's calls are a fallback, as genai_output_messages keeps them
+            if not facts.requested_fallback:
+                facts.requested_fallback = calls
+        elif not facts.requested:
+            facts.requested = calls
     return True
 
 

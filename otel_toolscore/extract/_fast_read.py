@@ -20,6 +20,7 @@ from typing import Any
 
 from ..run_records import CallRecord
 from ._content import (
+    genai_plain_outputs,
     has_openinference_inputs,
     io_value_input,
     oi_plain_outputs,
@@ -339,7 +340,8 @@ def _read_messages(f: SpanFacts, inputs: str | None, outputs: str | None, option
         f.deferred = [(_INPUTS_PARSER, _INPUT_MESSAGES)]
     if outputs is not None:
         try:
-            _OUTPUTS_PARSER(f, outputs, options)
+            if not genai_plain_outputs(f, outputs, options):
+                _OUTPUTS_PARSER(f, outputs, options)
         except Exception as exc:  # as SpanFacts._parse reports a parser that fails
             f.problem(f"span {f.span_id}: {_OUTPUTS_PARSER.__name__} failed: {type(exc).__name__}: {exc}")
         if f.final_output is not None:

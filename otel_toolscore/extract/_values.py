@@ -384,10 +384,29 @@ def semconv_messages(data: Any, max_calls: int | None = None) -> ParsedMessages 
     parts — read in one pass without trying every other convention's shapes; ``None`` (nothing read)
     for any other shape, a tool's answer included: :func:`_parse_any` reads it
     (``tests/extract/test_fast_lane.py`` holds both ways to the same result)."""
+    read: ParsedMessages | None = _semconv_read(data, max_calls, True)
+    return read
+
+
+def semconv_output_calls(data: Any, max_calls: int) -> tuple[list[tuple[str, Any]], bool, int] | None:
+    """What :func:`semconv_messages` reads from a model's output messages when their text is not kept:
+    the first ``max_calls`` calls as (name, id as found), whether an assistant said anything, and the
+    calls past the cap — with no call or message objects; ``None`` wherever ``semconv_messages``
+    gives ``None`` (the same walk: ``tests/extract/test_fast_lane.py`` holds both to the same facts)."""
+    read: tuple[list[tuple[str, Any]], bool, int] | None = _semconv_read(data, max_calls, False)
+    return read
+
+
+def _semconv_read(data: Any, max_calls: int | None, full: bool) -> Any:
+    """The one walk of :func:`semconv_messages` (``full``: a :class:`ParsedMessages`) and of
+    :func:`semconv_output_calls` (not ``full``: calls as (name, id) pairs, whether an assistant spoke,
+    the calls dropped)."""
     if type(data) is not list:
         return None
-    calls: list[RawCall] = []
-    out = ParsedMessages(calls, [], {}, [], [], [])
+    calls: list[Any] = []
+    out = ParsedMessages(calls, [], {}, [], [], []) if full else None
+    said = False
+    dropped = 0
     cap = max_calls if max_calls is not None else -1
     for message in data:
         if type(message) is not dict or not _SEMCONV_MESSAGE_KEYS.issuperset(message):
@@ -406,9 +425,12 @@ def semconv_messages(data: Any, max_calls: int | None = None) -> ParsedMessages 
                 if type(name) is not str or not name or not _SEMCONV_CALL_KEYS.issuperset(part):
                     return None
                 if cap < 0 or len(calls) < cap:
-                    calls.append(RawCall(name, clean_id(part.get("id")), part.get("arguments"), len(calls)))
+                    if full:
+                        calls.append(RawCall(name, clean_id(part.get("id")), part.get("arguments"), len(calls)))
+                    else:
+                        calls.append((name, part.get("id")))
                 else:
-                    out.dropped_calls += 1
+                    dropped += 1
             elif ptype == "text":
                 content = part.get("content")
                 if type(content) is not str or not _SEMCONV_TEXT_KEYS.issuperset(part) or content.startswith(_REPR_STARTS):
@@ -417,17 +439,27 @@ def semconv_messages(data: Any, max_calls: int | None = None) -> ParsedMessages 
                     texts.append(content)
             else:
                 return None
-        if texts:
-            text = texts[0] if len(texts) == 1 else "\n".join(texts)
-            if role == "user" or role == "human":
-                if not text.startswith(_NOT_A_REQUEST):  # ADK replays other agents' turns as "For context: …"
-                    out.user_texts.append(text)
-                    out.first_call_after_last_user = len(calls)
-            elif role in ("assistant", "model", "ai"):
-                out.assistant_texts.append(text)
-            elif role in ("system", "developer"):
-                out.system_texts.append(text)
+        if not texts:
+            continue
+        if out is None:
+            said = said or role in _ASSISTANT_ROLES
+            continue
+        text = texts[0] if len(texts) == 1 else "\n".join(texts)
+        if role == "user" or role == "human":
+            if not text.startswith(_NOT_A_REQUEST):  # ADK replays other agents' turns as "For context: …"
+                out.user_texts.append(text)
+                out.first_call_after_last_user = len(calls)
+        elif role in _ASSISTANT_ROLES:
+            out.assistant_texts.append(text)
+        elif role in ("system", "developer"):
+            out.system_texts.append(text)
+    if out is None:
+        return calls, said, dropped
+    out.dropped_calls = dropped
     return out
+
+
+_ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 
 
 def parse_messages(data: Any, max_calls: int | None = None) -> ParsedMessages:

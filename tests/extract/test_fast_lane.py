@@ -686,6 +686,34 @@ def _semconv_message_lists(rng: random.Random) -> Iterator[Any]:
         yield messages if rng.random() > 0.02 else {"messages": messages}
 
 
+def test_plain_genai_outputs_give_the_general_facts_or_decline() -> None:
+    """Output messages read straight to requested calls (content not kept) give the facts the general
+    parser leaves once the answer's text is dropped, for a model and an agent span; anything else is
+    declined untouched: other shapes, JSON orjson refuses (NaN, bad text), a redaction marker."""
+    import json
+
+    from otel_toolscore.extract import _content as content
+
+    rng = random.Random(17)
+    taken = declined = 0
+    odd = ["[REDACTED]", "not json", '[{"role": "assistant", "parts": [{"type": "text", "content": NaN}]}]', "", "[]"]
+    values = [json.dumps(data) for data in _semconv_message_lists(rng)] + odd
+    for text in values:
+        for role in ("llm", "agent"):
+            for opts in (ExtractOptions(capture_content=False), ExtractOptions(capture_content=False, max_calls_per_run=1)):
+                fast = SpanFacts.new("t" * 32, "s" * 16, None, role, "m", 1, 5)
+                if not content.genai_plain_outputs(fast, text, opts):
+                    declined += 1
+                    assert _facts(fast) == _facts(SpanFacts.new("t" * 32, "s" * 16, None, role, "m", 1, 5))
+                    continue
+                taken += 1
+                general = SpanFacts.new("t" * 32, "s" * 16, None, role, "m", 1, 5)
+                content.genai_output_messages(general, text, opts)
+                general.final_output = None  # content is not kept (what the fast lane's caller leaves)
+                assert _facts(fast) == _facts(general), (role, text)
+    assert taken > 4000 and declined > 4000, (taken, declined)
+
+
 def test_semconv_messages_give_the_general_parse_or_decline() -> None:
     """The one-pass read of the conventions' own message shape gives what trying every shape gives."""
     from otel_toolscore.extract import _values as values
