@@ -61,6 +61,12 @@ class SdkSpans:
         if ctx is None:
             return None
         if CONTEXT_IS_TUPLE:  # (trace id, span id, is remote, …): no property call per field
+            try:  # a 64-bit id's 16 hex digits: its 8 bytes' hex costs less than "%016x" (callgrind)
+                if parent is None:
+                    return ctx[0], ctx[1].to_bytes(8, "big").hex(), None, True
+                return ctx[0], ctx[1].to_bytes(8, "big").hex(), parent[1].to_bytes(8, "big").hex(), parent[2]
+            except (OverflowError, AttributeError, TypeError):  # no 64-bit id: as "%016x" writes it (or refuses)
+                pass
             if parent is None:
                 return ctx[0], "%016x" % ctx[1], None, True
             return ctx[0], "%016x" % ctx[1], "%016x" % parent[1], parent[2]

@@ -116,3 +116,18 @@ def test_a_root_start_under_toolscore_baggage_keeps_its_context() -> None:
         assert item[0] == START and item[1] is root and item[2].baggage == {"toolscore.expected_tool": "t"}
     finally:
         p.provider.shutdown()
+
+
+def test_sdk_span_ids_are_written_as_the_sdk_writes_them() -> None:
+    """The core's span ids are 16 hex digits, as ``"%016x"`` writes them, for SDK spans (whose contexts
+    are tuples) at every edge of the 64 bits — and an id wider than 64 bits, which no SDK makes, is
+    written as before, not refused."""
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.trace import SpanContext
+
+    for sid in (0, 1, 0xABC, 2**63, 2**64 - 1, 2**64 + 5):
+        for parent in (None, SpanContext(9, sid ^ 1, is_remote=True), SpanContext(9, sid, is_remote=False)):
+            span = ReadableSpan("s", context=SpanContext(9, sid, is_remote=False), parent=parent)
+            got = SDK_SPANS.ids(span)
+            assert got == (9, "%016x" % sid, None if parent is None else "%016x" % parent.span_id,
+                           True if parent is None else parent.is_remote)
