@@ -11,8 +11,6 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-import orjson
-
 from ..run_records import ToolRecord
 from ._facts import (
     EVENT_INPUT_PARSERS,
@@ -486,32 +484,33 @@ def oi_plain_outputs(facts: SpanFacts, attrs: Mapping[str, Any], opts: ExtractOp
         if said is not None and facts.final_output is None:
             facts.final_output = said
     if found:
-        start = facts.end_time_unix_nano or None
-        span_id = facts.span_id
-        names, prefixes = opts.framework_tool_names, opts.framework_tool_prefixes  # opts.is_framework, inline
-        facts.requested = [
-            Requested(
-                name, clean_id(cid), None, "framework" if name in names or name.startswith(prefixes) else "tool",
-                span_id, start, n,
-            )
-            for n, (name, cid) in enumerate(found)
-        ]
+        facts.requested = _named_calls(facts, found, opts)
     return True
+
+
+def _named_calls(facts: SpanFacts, found: list[tuple[str, Any]], opts: ExtractOptions) -> list[Requested]:
+    """The requested calls of the plain lanes (content not kept: no arguments), from (name, id as found)
+    pairs in output order (at most ``max_calls_per_run`` already)."""
+    start = facts.end_time_unix_nano or None
+    span_id = facts.span_id
+    names, prefixes = opts.framework_tool_names, opts.framework_tool_prefixes  # opts.is_framework, inline
+    return [
+        Requested(
+            name, clean_id(cid), None, "framework" if name in names or name.startswith(prefixes) else "tool",
+            span_id, start, n,
+        )
+        for n, (name, cid) in enumerate(found)
+    ]
 
 
 def genai_plain_outputs(facts: SpanFacts, value: str, opts: ExtractOptions) -> bool:
     """:func:`genai_output_messages` of a model or agent span when content is not kept, for output
     messages in the conventions' own shape (:func:`~._values.semconv_output_calls`): the requested
     calls built straight from the parsed JSON, the answer's text not kept (what the general way
-    leaves once content is dropped); ``False`` (nothing done) for any other value or shape, and for
-    text that is no valid JSON to ``orjson`` (the general way decides and reports it)."""
-    if value in REDACTION_MARKERS:
-        return False
-    try:
-        data = orjson.loads(value)
-    except (orjson.JSONDecodeError, TypeError):
-        return False
-    read = semconv_output_calls(data, opts.max_calls_per_run)
+    leaves once content is dropped); ``False`` (nothing done) for any other value or shape, a
+    redaction marker, and text that is no JSON (the general way reports it)."""
+    data = load_json(value)
+    read = None if isinstance(data, Bad) else semconv_output_calls(data, opts.max_calls_per_run)
     if read is None:
         return False
     found, said, dropped = read
@@ -520,16 +519,7 @@ def genai_plain_outputs(facts: SpanFacts, value: str, opts: ExtractOptions) -> b
     if found or said:
         facts.saw_output = True
     if found:
-        start = facts.end_time_unix_nano or None
-        span_id = facts.span_id
-        names, prefixes = opts.framework_tool_names, opts.framework_tool_prefixes  # opts.is_framework, inline
-        calls = [
-            Requested(
-                name, clean_id(cid), None, "framework" if name in names or name.startswith(prefixes) else "tool",
-                span_id, start, n,
-            )
-            for n, (name, cid) in enumerate(found)
-        ]
+        calls = _named_calls(facts, found, opts)
         if facts.role == "agent":  # an agent's calls are a fallback, as genai_output_messages keeps them
             if not facts.requested_fallback:
                 facts.requested_fallback = calls

@@ -374,6 +374,8 @@ def iter_messages(data: Any) -> Iterator[Mapping[str, Any]]:
 _SEMCONV_MESSAGE_KEYS = frozenset({"role", "parts", "finish_reason"})
 _SEMCONV_CALL_KEYS = frozenset({"type", "id", "name", "arguments"})
 _SEMCONV_TEXT_KEYS = frozenset({"type", "content"})
+#: Roles whose text is the model's answer.
+_ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 #: Texts :func:`parse_messages` reads as something else than text (a repr of a call).
 _REPR_STARTS = ("ResponseFunctionToolCall(", "{'")
 
@@ -457,9 +459,6 @@ def _semconv_read(data: Any, max_calls: int | None, full: bool) -> Any:
         return calls, said, dropped
     out.dropped_calls = dropped
     return out
-
-
-_ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 
 
 def parse_messages(data: Any, max_calls: int | None = None) -> ParsedMessages:

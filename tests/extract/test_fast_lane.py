@@ -689,7 +689,7 @@ def _semconv_message_lists(rng: random.Random) -> Iterator[Any]:
 def test_plain_genai_outputs_give_the_general_facts_or_decline() -> None:
     """Output messages read straight to requested calls (content not kept) give the facts the general
     parser leaves once the answer's text is dropped, for a model and an agent span; anything else is
-    declined untouched: other shapes, JSON orjson refuses (NaN, bad text), a redaction marker."""
+    declined untouched: other shapes, text that is no JSON, a NaN answer, a redaction marker."""
     import json
 
     from otel_toolscore.extract import _content as content
