@@ -273,8 +273,14 @@ class Core:
         if facts is not None:
             if len(state.facts) < self._max_facts:
                 state.facts.append(facts)
-                if facts.role == "agent":
+                role = facts.role
+                if role == "agent":
                     state.agent_roots.add(sid)
+                elif role == "tool":
+                    if state.tool_spans is None:
+                        state.tool_spans = {sid}
+                    else:
+                        state.tool_spans.add(sid)
             else:
                 self.drop("spans_per_trace_limit")
         if (
@@ -407,18 +413,19 @@ class Core:
         maybes, self._maybes = self._maybes, {}
         for state in maybes.values():
             held, state.maybe = state.maybe, {}
-            roles: dict[str, str] | None = None
+            tools = state.tool_spans or ()
             parents = state.parents
+            started = state.started
             for sid, (span, order) in held.items():
                 parent = parents.get(sid)
-                role = None
+                is_tool = False
                 if parent is not None:
-                    if roles is None:
-                        roles = {f.span_id: f.role for f in state.facts if not f.from_log}
-                    role = roles.get(parent)
-                    if role is None and parent in state.started:
-                        role = _role_at_start(self.source, state.started[parent])
-                if role == "tool":
+                    # a parent that ended was read (its facts name a tool or not); one still open is
+                    # judged by what it said at start
+                    is_tool = parent in tools or (
+                        parent in started and _role_at_start(self.source, started[parent]) == "tool"
+                    )
+                if is_tool:
                     try:
                         self._root_ended(state, sid, span, True)
                         continue

@@ -58,7 +58,7 @@ class TraceState:
 
     __slots__ = (
         "agent_roots", "contexts", "created", "facts", "held", "hex", "local_roots", "maybe", "open", "parents",
-        "ready", "scored", "started", "trace_id",
+        "ready", "scored", "started", "tool_spans", "trace_id",
     )
 
     def __init__(self, trace_id: int, created: float) -> None:
@@ -84,6 +84,9 @@ class TraceState:
         #: spans left to the core that root a run only if their parent is a tool span (a nested
         #: graph's root), as (span, place in end order): decided when the batch is settled
         self.maybe: dict[str, tuple[Any, int]] = {}
+        #: spans whose facts (read at their end) name a tool call: what tells a nested graph's root
+        #: (a maybe above) without a pass over every fact of the trace (``None`` until one is seen)
+        self.tool_spans: set[str] | None = None
 
     def has_open_descendant(self, span_id: str) -> bool:
         """Whether a span still open lies under ``span_id``. O(spans known), cycle-safe: every span's

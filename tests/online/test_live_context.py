@@ -60,6 +60,50 @@ def test_langgraph_root_that_starts_bare(pipe: Pipeline) -> None:
     assert pipe.counter("toolscore.runs", **{"toolscore.outcome": "no_expectation"}) == 0
 
 
+def _graph(tracer: Any, name: str, tool: str) -> None:
+    """A LangGraph graph as OpenInference records it: a root that starts bare, CHAIN set later."""
+    with tracer.start_as_current_span(name) as graph:
+        with tracer.start_as_current_span("tools") as tools:
+            tools.set_attribute("openinference.span.kind", "CHAIN")
+            _oi_tool(tracer, tool)
+        graph.set_attribute("openinference.span.kind", "CHAIN")
+
+
+@pytest.mark.parametrize("parent_kind", ["TOOL", "CHAIN"])
+def test_a_graph_under_a_tool_span_is_a_run_of_its_own(parent_kind: str) -> None:
+    """LangGraph's agent-as-tool: a graph whose root is a child of a TOOL span roots a run of its own
+    (the core decides that when the batch is settled, from the parent's facts); under any other
+    span it is a step of the enclosing run."""
+    p = make_pipeline(
+        expectations=[
+            Expectation(agent_name="supervisor", expected_tool="translate"),
+            Expectation(agent_name="translator", expected_tool="lookup_word"),
+        ]
+    )
+    try:
+        tracer = p.tracer
+        with tracer.start_as_current_span("supervisor") as root:
+            with tracer.start_as_current_span("translate") as tool:
+                tool.set_attribute("openinference.span.kind", parent_kind)
+                if parent_kind == "TOOL":
+                    tool.set_attribute("tool.name", "translate")
+                _graph(tracer, "translator", "lookup_word")
+            root.set_attribute("openinference.span.kind", "CHAIN")
+        nested = _score(p, "translator")
+        outer = _score(p, "supervisor")
+        if parent_kind == "TOOL":
+            assert nested["toolscore.code.expected_tool"] == "lookup_word"
+            assert nested["toolscore.code.score"] == 1.0
+            assert list(outer["toolscore.code.actual_tools"]) == ["translate"]
+            assert outer["toolscore.code.score"] == 1.0
+        else:
+            assert not any(k.startswith("toolscore.") for k in nested)
+            assert list(outer["toolscore.code.actual_tools"]) == ["lookup_word"]
+            assert outer["toolscore.code.score"] == 0.0
+    finally:
+        p.provider.shutdown()
+
+
 def test_llamaindex_function_agent_root(pipe: Pipeline) -> None:
     tracer = pipe.tracer
     with expect(expected_tool_order=["search", "get_weather"]):
