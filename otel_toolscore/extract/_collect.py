@@ -80,6 +80,34 @@ class Collector(Generic[R]):
         self._next_check = 0
         #: traces already assembled (bounded): a record of one of them arrived too late
         self.done: OrderedDict[str, None] = OrderedDict()
+        #: the per-record counts of the source being read, written into its report by :meth:`sync`
+        #: (the reports are pydantic models: an attribute write costs several times a plain one, too
+        #: much to pay twice for every span read)
+        self._counting: R | None = None
+        self._spans_read = self._spans_with_facts = self._unknown_spans = 0
+        self._logs_read = self._logs_with_facts = self._unattached_logs = 0
+
+    def sync(self) -> None:
+        """Write the counts held for the source being read into its report: before every progress
+        call, before runs are handed out (:meth:`complete`, :meth:`finish`) and when a file is done."""
+        report = self._counting
+        if report is None:
+            return
+        if self._spans_read:
+            report.spans_read += self._spans_read
+            report.spans_with_facts += self._spans_with_facts
+            report.unknown_convention_spans += self._unknown_spans
+            self._spans_read = self._spans_with_facts = self._unknown_spans = 0
+        if self._logs_read:
+            report.logs_read += self._logs_read
+            report.logs_with_facts += self._logs_with_facts
+            report.unattached_logs += self._unattached_logs
+            self._logs_read = self._logs_with_facts = self._unattached_logs = 0
+
+    def _counts_for(self, report: R) -> None:
+        """Counts from here on are ``report``'s (those held for another source are written first)."""
+        self.sync()
+        self._counting = report
 
     def _late(self, trace_id: str, report: R) -> bool:
         if trace_id in self.done:
@@ -98,8 +126,11 @@ class Collector(Generic[R]):
     def span(self, item: OtlpSpan | SpanRecord, report: R) -> None:
         """One span: a view of a decoded one (read by the table-driven readers first, as the service
         reads it), or a record (live SDK spans, records given by the caller)."""
-        report.spans_read += 1
-        if self.progress is not None and not report.spans_read & PROGRESS_EVERY:
+        if report is not self._counting:
+            self._counts_for(report)
+        self._spans_read += 1
+        if self.progress is not None and not (report.spans_read + self._spans_read) & PROGRESS_EVERY:
+            self.sync()
             self.progress(report, False)
         view = type(item) is OtlpSpan or isinstance(item, OtlpSpan)
         if view:
@@ -125,9 +156,9 @@ class Collector(Generic[R]):
             report.problem(f"span {span_id} ({name!r}): reader failed: {type(exc).__name__}: {exc}")
             return
         if f is None:
-            report.unknown_convention_spans += 1
+            self._unknown_spans += 1
             return
-        report.spans_with_facts += 1
+        self._spans_with_facts += 1
         # compact now (content truncated): a pending trace holds no raw content but the model's
         # input (the request and history: its own strings, bounded by max_deferred_chars per span),
         # parsed only for a run that needs it (see materialize)
@@ -147,8 +178,11 @@ class Collector(Generic[R]):
             self.fact_reports[trace_id].append(report)
 
     def log(self, view: Any, report: R) -> None:
-        report.logs_read += 1
-        if self.progress is not None and not report.logs_read & PROGRESS_EVERY:
+        if report is not self._counting:
+            self._counts_for(report)
+        self._logs_read += 1
+        if self.progress is not None and not (report.logs_read + self._logs_read) & PROGRESS_EVERY:
+            self.sync()
             self.progress(report, False)
         try:
             f = read_log(view, self.options)
@@ -158,11 +192,11 @@ class Collector(Generic[R]):
         if f is None:
             return
         if not f.trace_id or not f.span_id:
-            report.unattached_logs += 1
+            self._unattached_logs += 1
             return
         if self.done and self._late(f.trace_id, report):
             return
-        report.logs_with_facts += 1
+        self._logs_with_facts += 1
         f.materialize(self.options)
         self._touch(f.trace_id, report)
         self._add(f.trace_id, f, report)
@@ -172,6 +206,7 @@ class Collector(Generic[R]):
 
         Looked at every ``idle_records / 16`` records (the idle traces are the least recently seen,
         at the front). A trace whose root never came is assembled after four times the wait."""
+        self.sync()
         last_seen = self.last_seen
         if self.records < self._next_check and len(last_seen) <= self.max_open:
             return
@@ -191,6 +226,7 @@ class Collector(Generic[R]):
 
     def finish(self) -> Iterator[tuple[int, int, AgentRun]]:
         """Every trace still open, then the held loop run (end of input)."""
+        self.sync()
         for trace_id in sorted(self.last_seen, key=lambda t: self.first_seen.get(t, 0)):  # input order
             yield from self._assemble(trace_id)
         if self.loop is not None:

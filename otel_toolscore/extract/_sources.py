@@ -164,6 +164,7 @@ def _feed(source: Any, coll: Collector[SourceReport], report: ExtractionReport) 
                     yield from coll.complete()
             except OSError as exc:
                 sr.problem(f"cannot read: {exc}")
+        coll.sync()
         if coll.progress is not None:
             coll.progress(sr, True)
         return

@@ -94,6 +94,29 @@ def test_runs_are_yielded_before_the_input_ends(tmp_path: Path) -> None:
     assert report.runs == 400 and report.traces == 400 and report.ok
 
 
+def test_counts_reach_the_report_at_every_progress_call_and_at_the_end(tmp_path: Path) -> None:
+    """The reader counts spans in plain integers and writes them into the (pydantic) report before
+    each progress call and each hand-out of runs: a progress bar sees every span read by then, and
+    the report ends with all of them, per source, whichever order the sources are read in."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _write_jsonl(first, 700, tools=1)  # 2 spans a trace: 1,400 spans, a progress call at 1,024
+    with second.open("wb") as fh:  # trace ids of its own
+        for t in range(1000, 1030):
+            fh.write(orjson.dumps(_request(t, 2, "ok")) + b"\n")
+    seen: list[tuple[str, int, bool]] = []
+    runs, report = extract_runs_with_report([first, second], progress=lambda r, done: seen.append((r.source, r.spans_read, done)))
+    assert len(runs) == 730 and report.ok
+    assert [(s.spans_read, s.spans_with_facts, s.unknown_convention_spans) for s in report.sources] == [
+        (1400, 1400, 0), (90, 90, 0)
+    ]
+    span_calls = [n for src, n, done in seen if src == str(first) and not done and n % 1024 == 0 and n]
+    assert span_calls == [1024]  # the call every 1,024 spans sees exactly that many
+    for src in (str(first), str(second)):
+        counts = [n for s, n, _ in seen if s == src]
+        assert counts == sorted(counts)  # never behind an earlier call
+    assert [(src, n) for src, n, done in seen if done] == [(str(first), 1400), (str(second), 90)]
+
+
 def test_extract_runs_keeps_input_order_and_late_records_are_counted(tmp_path: Path) -> None:
     path = tmp_path / "order.jsonl"
     _write_jsonl(path, 50, tools=1)
