@@ -277,10 +277,7 @@ class Core:
                 if role == "agent":
                     state.agent_roots.add(sid)
                 elif role == "tool":
-                    if state.tool_spans is None:
-                        state.tool_spans = {sid}
-                    else:
-                        state.tool_spans.add(sid)
+                    state.tool_spans.add(sid)
             else:
                 self.drop("spans_per_trace_limit")
         if (
@@ -413,7 +410,7 @@ class Core:
         maybes, self._maybes = self._maybes, {}
         for state in maybes.values():
             held, state.maybe = state.maybe, {}
-            tools = state.tool_spans or ()
+            tools = state.tool_spans
             parents = state.parents
             started = state.started
             for sid, (span, order) in held.items():

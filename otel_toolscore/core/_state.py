@@ -85,8 +85,8 @@ class TraceState:
         #: graph's root), as (span, place in end order): decided when the batch is settled
         self.maybe: dict[str, tuple[Any, int]] = {}
         #: spans whose facts (read at their end) name a tool call: what tells a nested graph's root
-        #: (a maybe above) without a pass over every fact of the trace (``None`` until one is seen)
-        self.tool_spans: set[str] | None = None
+        #: (a maybe above) without a pass over every fact of the trace
+        self.tool_spans: set[str] = set()
 
     def has_open_descendant(self, span_id: str) -> bool:
         """Whether a span still open lies under ``span_id``. O(spans known), cycle-safe: every span's

@@ -153,7 +153,7 @@ def _feed(source: Any, coll: Collector[SourceReport], report: ExtractionReport) 
             sr.problem(f"cannot read: {exc}")
             return
         with raw:
-            fh = io.BufferedReader(Counted(raw, _counter(sr, coll.progress)), CHUNK)
+            fh = io.BufferedReader(Counted(raw, _counter(sr, coll)), CHUNK)
             try:
                 size: int | None = path.stat().st_size
             except OSError:
@@ -231,12 +231,15 @@ def _runs(
     report.runs = coll.runs_out
 
 
-def _counter(report: SourceReport, progress: Progress | None) -> Callable[[int], None]:
-    """What counts a file's bytes into its report as they are read (and tells the progress bar)."""
+def _counter(report: SourceReport, coll: Collector[SourceReport]) -> Callable[[int], None]:
+    """What counts a file's bytes into its report as they are read (and tells the progress bar, with
+    the collector's record counts written into the report first)."""
+    progress = coll.progress
 
     def counted(n: int) -> None:
         report.bytes_read += n
         if progress is not None:
+            coll.sync()
             progress(report, False)
 
     return counted
