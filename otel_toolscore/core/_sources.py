@@ -124,6 +124,19 @@ class SdkSpans:
             name = span.name
         if parent is None or (parent[2] if CONTEXT_IS_TUPLE else parent.is_remote):
             return True
+        # the commonest answers, as may_root_by_attributes gives them, without its call: a GenAI
+        # operation alone, or an OpenInference kind spelled as the spec spells it
+        op = attrs.get("gen_ai.operation.name")
+        if type(op) is str:
+            answer = _OP_ROOTS.get(op)
+            if answer is True or (answer is False and "openinference.span.kind" not in attrs):
+                return answer
+        elif op is None:
+            kind = attrs.get("openinference.span.kind")
+            if type(kind) is str:
+                roots = _ROOTS_BY_KIND.get(kind)
+                if roots is not None:
+                    return roots or name.startswith("invoke_agent")
         return may_root_by_attributes(name, attrs, False)
 
 
@@ -153,6 +166,9 @@ def may_root_by_attributes(name: str, attrs: Mapping[str, Any], local_root: bool
     return classify_start(name, attrs) == "agent"
 
 
+#: GenAI operations that settle :func:`may_root_by_attributes` alone: an agent's (a root), a model's or
+#: a tool's (none, unless the span also carries an OpenInference kind).
+_OP_ROOTS: dict[str, bool] = {**dict.fromkeys(ROLE_OPS, False), **dict.fromkeys(AGENT_OPS, True)}
 #: OpenInference span kinds that never root a run (a model call, an executed call, an evaluator).
 _NEVER_ROOTS = frozenset({"LLM", "TOOL", "EVALUATOR"})
 #: the answer for each kind as the OpenInference spec spells it (any other spelling: upper-cased first)

@@ -443,6 +443,18 @@ def read_live_oi_span(
 
 
 _OI_PLAIN_TAGS = frozenset({None, "langchain"})
+#: the conventions of an OpenInference span the plain lane reads, by scope name (``None``: a scope
+#: whose framework tag sends its spans to the reader); memoised, as a process sees a few scopes
+_OI_PLAIN_CONVENTIONS: dict[str | None, tuple[str, ...] | None] = {}
+_UNSEEN: Any = object()
+
+
+def _oi_plain_conventions(scope_name: str | None) -> tuple[str, ...] | None:
+    tag = _scope_tag(scope_name) if scope_name else None
+    convs = None if tag not in _OI_PLAIN_TAGS else ("openinference",) if tag is None else ("openinference", tag)
+    if len(_OI_PLAIN_CONVENTIONS) < 1024:
+        _OI_PLAIN_CONVENTIONS[scope_name] = convs
+    return convs
 
 
 def _plain_oi(
@@ -459,13 +471,14 @@ def _plain_oi(
     ``output.value``, a tool with its call id or no result — with no error and content not kept,
     built at once as the OpenInference reader and ``settle_facts`` leave them; ``None`` for any other
     (the reader runs)."""
-    tag = _scope_tag(scope_name) if scope_name else None
-    if tag not in _OI_PLAIN_TAGS:
+    convs = _OI_PLAIN_CONVENTIONS.get(scope_name, _UNSEEN)
+    if convs is _UNSEEN:
+        convs = _oi_plain_conventions(scope_name)
+    if convs is None:
         return None
     kind = str(a["openinference.span.kind"]).upper()
     if kind == "AGENT" or kind == "EVALUATOR":
         return None
-    convs = ("openinference",) if tag is None else ("openinference", tag)
     values: dict[str, Any] = {
         "trace_id": ids[0],
         "span_id": ids[1],
@@ -484,7 +497,7 @@ def _plain_oi(
     if kind == "TOOL":
         call_id = clean_id(a.get("tool_call.id", a.get("tool.id")))
         raw_result = a.get("output.value")
-        if tag == "langchain" and call_id is None and raw_result is not None:
+        if convs[-1] == "langchain" and call_id is None and raw_result is not None:
             return None  # the id is read from the result (a deferred parser): the reader's way
         tool = a.get("tool.name")
         if tool is None and name.startswith("handoff to "):

@@ -313,7 +313,7 @@ class ToolScoreSpanProcessor(SpanProcessor):
             otel_context.detach(token)
 
     def _prepare(self, batch: list[Any]) -> list[Any]:
-        """``batch`` as the core takes it, in one pass after the ends are noted:
+        """``batch`` as the core takes it, in one pass:
 
         * a start whose end is in the batch becomes the context captured there (``CONTEXT``), or
           nothing when it captured none: the core takes the span in one step, at its end. Starts and
@@ -324,38 +324,48 @@ class ToolScoreSpanProcessor(SpanProcessor):
           (it hands them on once scored); the others are queued to be handed on as they are, in the
           order they ended — before the roots the core releases for this batch, as the children of a
           run end before it."""
-        ended = {
-            id(c)
-            for item in batch
-            if (t := type(item)) is not tuple and t is not _BARE_START and (c := getattr(item, "_context", None)) is not None
-        }
+        # One pass, last item first: a span's start is queued before its end (on_start runs before
+        # on_end, and a batch is a prefix of the queue), so every end that matches a start has been
+        # seen by the time the start is reached. The output and the forwards are built backwards
+        # and turned round at the end.
+        ended: set[int] = set()
         hold_roots = self._hold_roots
-        forwards = self._forwards
         out: list[Any] = []
         append = out.append
-        for item in batch:
+        forwards: list[Any] = []
+        for item in reversed(batch):
             t = type(item)
             if t is _BARE_START:  # a start that captured nothing: nothing to send when its end is here
                 if id(item._context) not in ended:
                     append(item)
                 continue
-            if t is not tuple or item[0] == _END:  # an end
-                span = item if t is not tuple else item[1]
-                if hold_roots:
-                    try:
-                        hold = may_root_a_run(span)
-                    except Exception:  # odd attribute values: read (and counted) by the core
-                        hold = False
-                    if hold:
-                        append((_HOLD, span))
-                        continue
-                    forwards.append(span)
-                append(item)
-            elif item[0] == _START and id(getattr(item[1], "_context", None)) in ended:
-                if item[2] is not None:
-                    append((_CONTEXT, item[1], item[2]))
+            if t is not tuple:  # an end, queued as the span itself
+                c = getattr(item, "_context", None)
+                if c is not None:
+                    ended.add(id(c))
+                span = item
+            elif item[0] == _END:  # an end of the class a bare start is
+                span = item[1]
             else:
-                append(item)
+                if item[0] != _START or id(getattr(item[1], "_context", None)) not in ended:
+                    append(item)
+                elif item[2] is not None:
+                    append((_CONTEXT, item[1], item[2]))
+                continue
+            if hold_roots:
+                try:
+                    hold = may_root_a_run(span)
+                except Exception:  # odd attribute values: read (and counted) by the core
+                    hold = False
+                if hold:
+                    append((_HOLD, span))
+                    continue
+                forwards.append(span)
+            append(item)
+        if forwards:
+            forwards.reverse()
+            self._forwards.extend(forwards)
+        out.reverse()
         return out
 
     def _idle(self) -> float:

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import set_span_in_context
 
 from otel_toolscore import expect
-from otel_toolscore.core import BARE_START, END, SDK_SPANS, START, Release, StartContext, build_core
+from otel_toolscore.core import BARE_START, CONTEXT, END, HOLD, SDK_SPANS, START, Release, StartContext, build_core
 from otel_toolscore.expectations import Expectation
 from otel_toolscore.scripted import ScriptedCall, run_scripted_agent
 from otel_toolscore.settings import Settings
@@ -96,6 +96,46 @@ def test_a_child_start_inside_expect_keeps_its_context_and_a_live_span_ended_by_
         assert p.processor.pending_traces == 0  # the hand-made end ended the trace: nothing waits for it
         (scored,) = p.roots()
         assert scored.attributes["toolscore.code.score"] == 1.0
+    finally:
+        p.provider.shutdown()
+
+
+def test_the_worker_matches_each_start_to_its_end_in_the_batch_and_keeps_the_order() -> None:
+    """``_prepare`` (one pass, last item first): a start whose end is in the batch is dropped, or
+    becomes the context it captured; a start whose end is not stays; an end that may root a run is
+    held for the core, any other end is queued to be handed on as it is, in the order the spans ended.
+    An unmatched start still works (the core takes it in two steps), so only this test sees a miss."""
+    p = make_pipeline(expectations=[Expectation(expected_tool="t")])
+    proc = p.processor
+    try:
+        with proc._core_lock:
+            root = p.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+            ctx = set_span_in_context(root)
+            with expect(expected_tool="t"):
+                first = p.tracer.start_span("execute_tool t", context=ctx,
+                                            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"})
+            second = p.tracer.start_span("chat m", context=ctx, attributes={"gen_ai.operation.name": "chat"})
+            still_open = p.tracer.start_span("execute_tool u", context=ctx,
+                                             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "u"})
+            second.end()
+            first.end()
+            root.end()
+            batch = list(proc._queue)
+            proc._queue.clear()
+            out = proc._prepare(batch)
+            forwards = list(proc._forwards)
+            proc._forwards.clear()
+        ends = batch[-3:]
+        assert [e.name for e in ends] == ["chat m", "execute_tool t", "invoke_agent a"]
+        assert out == [
+            (CONTEXT, first, batch[1][2]),  # its end follows: the context it captured, alone
+            still_open,  # no end in the batch: its start stays
+            ends[0],
+            ends[1],
+            (HOLD, ends[2]),  # an agent span: the core hands it on once scored
+        ]
+        assert forwards == [ends[0], ends[1]]  # the others, in the order they ended
+        still_open.end()
     finally:
         p.provider.shutdown()
 
