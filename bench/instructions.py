@@ -7,11 +7,15 @@ of them — the same batches the live worker takes, every output on (root copy, 
 histogram point, counts) — as the difference between a run that processes them and one that stops
 just before. Not part of ``make bench`` (it needs valgrind, ~1 minute per figure):
 
-    python bench/instructions.py [genai7|openinference30] [on|off] [runs] [--lean] [--no-gc]
+    python bench/instructions.py [genai7|openinference30] [on|off] [runs] [--lean] [--no-gc] [--stages]
 
 prints ``instructions/run``. The garbage collector's passes are lumpy (one full pass more or less in
 the counted half moves a figure by up to a fifth): ``--no-gc`` counts the code alone, the collector
-off while the counted half runs. ``--child`` is the process valgrind runs (internal).
+off while the counted half runs. ``--stages`` (ours only) splits our worker's figure by counting it
+again stopped after each stage — the batch prepared; every span read and kept (the core's roots never
+settled); the runs assembled (scoring left out); scored; then the whole worker, outputs (evaluation
+record, histogram point, counts) and the spans handed on — each stage the difference between two
+such figures (five pairs of processes). ``--child`` is the process valgrind runs (internal).
 """
 
 from __future__ import annotations
@@ -34,9 +38,23 @@ _BATCH = 256
 _WARM_RUNS = 20
 
 
-def _child(workload: str, content: bool, runs: int, lean: bool, count: bool, no_gc: bool) -> None:
+#: ``--stages``: where our worker's count stops, in order, and the name of what each adds to the one
+#: before it (the last, ``full``, is the worker as it runs)
+STAGES = (
+    ("prepare", "batch prepared (starts matched to ends)"),
+    ("read", "spans read and kept (ids, facts, trace state)"),
+    ("assemble", "runs assembled (roots settled, not scored)"),
+    ("score", "runs scored (expectation, verdict, score attributes)"),
+    ("full", "outputs and handing on (record, point, counts; the SDK's on_end)"),
+)
+
+
+def _child(
+    workload: str, content: bool, runs: int, lean: bool, count: bool, no_gc: bool, stage: str = "full"
+) -> None:
     """Queue ``2 * runs + 20`` recorded runs, process the first ``runs + 20`` (warm-up), then the rest
-    only when ``count`` (callgrind's figure of a process with ``count`` minus one without it)."""
+    only when ``count`` (callgrind's figure of a process with ``count`` minus one without it); the
+    rest stops after ``stage`` (:data:`STAGES`)."""
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
     from bench.lean_design import lean_pipeline
@@ -72,15 +90,21 @@ def _child(workload: str, content: bool, runs: int, lean: bool, count: bool, no_
     queued = list(proc._queue)
     proc._queue.clear()
 
-    def process(items: list[Any]) -> None:
+    def process(items: list[Any], stage: str = "full") -> None:
         for k in range(0, len(items), _BATCH):
             batch = items[k : k + _BATCH]
             if lean:
                 proc._queue.extend(batch)
                 proc._loop()  # stopped: returns once the queue is empty
-            else:
+            elif stage == "full":
                 proc._process(batch)
                 proc._idle()
+            elif stage == "prepare":
+                proc._prepare(batch)
+                proc._forwards.clear()
+            else:  # the core fed; its release (spans, runs, counts) left where it is
+                proc._core.feed(proc._prepare(batch))
+                proc._forwards.clear()
 
     per_run = len(queued) // total
     first = (runs + _WARM_RUNS) * per_run
@@ -88,8 +112,13 @@ def _child(workload: str, content: bool, runs: int, lean: bool, count: bool, no_
     gc.collect()
     if no_gc:
         gc.disable()
+    core = None if lean else proc._core
+    if stage == "read":
+        core.settle = lambda: None  # roots wait for a settle that never comes: read, kept, no more
+    elif stage == "assemble":
+        core._score_run = lambda *_a, **_k: None  # assembled, then every run left unscored
     if count:
-        process(queued[first:])
+        process(queued[first:], stage)
     pipe.close()
     print(f"scored roots: {pipe.spans.scored_roots}")  # what the caller's test checks
 
@@ -110,11 +139,15 @@ def _instructions(args: list[str]) -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
         workload, content, runs, lean, count = argv[1], argv[2] == "on", int(argv[3]), argv[4] == "1", argv[5] == "1"
-        _child(workload, content, runs, lean, count, no_gc=argv[6:7] == ["nogc"])
+        _child(workload, content, runs, lean, count, no_gc=argv[6:7] == ["nogc"], stage=argv[7] if len(argv) > 7 else "full")
         return 0
     lean = "--lean" in argv
     no_gc = "--no-gc" in argv
-    rest = [a for a in argv if a not in ("--lean", "--no-gc")]
+    stages = "--stages" in argv
+    if stages and lean:
+        print("--stages splits our worker only (the lean design's is one loop)", file=sys.stderr)
+        return 2
+    rest = [a for a in argv if a not in ("--lean", "--no-gc", "--stages")]
     workload = rest[0] if rest else "genai7"
     content = (rest[1] if len(rest) > 1 else "off") == "on"
     runs = int(rest[2]) if len(rest) > 2 else 100
@@ -122,12 +155,22 @@ def main(argv: list[str]) -> int:
         print("valgrind is not installed: this tool counts instructions with callgrind", file=sys.stderr)
         return 2
     common = [workload, "on" if content else "off", str(runs), "1" if lean else "0"]
-    gc_flag = ["nogc"] if no_gc else []
-    counted = _instructions([*common, "1", *gc_flag])
-    base = _instructions([*common, "0", *gc_flag])
+    gc_flag = "nogc" if no_gc else "gc"
     who = "lean design" if lean else "ours"
     gc_note = ", collector off" if no_gc else ""
-    print(f"{who}, {workload}, content {'on' if content else 'off'}{gc_note}: {(counted - base) / runs:,.0f} instructions/run")
+    head = f"{who}, {workload}, content {'on' if content else 'off'}{gc_note}"
+    if not stages:
+        counted = _instructions([*common, "1", gc_flag, "full"])
+        base = _instructions([*common, "0", gc_flag, "full"])
+        print(f"{head}: {(counted - base) / runs:,.0f} instructions/run")
+        return 0
+    print(f"{head}, instructions/run by stage:")
+    before = 0.0
+    for stage, what in STAGES:
+        upto = (_instructions([*common, "1", gc_flag, stage]) - _instructions([*common, "0", gc_flag, stage])) / runs
+        print(f"  {what:<70} {upto - before:>12,.0f}")
+        before = upto
+    print(f"  {'whole worker':<70} {before:>12,.0f}")
     return 0
 
 

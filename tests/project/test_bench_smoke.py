@@ -116,6 +116,26 @@ def test_instruction_count_driver_processes_what_it_queued(lean: str) -> None:
         assert f"scored roots: {23 + (3 if count == '1' else 0)}" in proc.stdout, proc.stdout
 
 
+@pytest.mark.timeout(180)
+def test_instruction_count_driver_stops_after_each_stage() -> None:
+    """``bench/instructions.py --stages`` counts our worker stopped after each stage: the counted half
+    is prepared, read, assembled or scored without going further — only the whole worker hands its
+    scored roots on (the warm-up's 23 are handed on in every process)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.instructions import STAGES
+    finally:
+        sys.path.remove(str(ROOT))
+    assert [name for name, _what in STAGES] == ["prepare", "read", "assemble", "score", "full"]
+    for stage, _what in STAGES:
+        proc = subprocess.run(
+            [sys.executable, "bench/instructions.py", "--child", "genai7", "off", "3", "0", "1", "nogc", stage],
+            cwd=ROOT, capture_output=True, text=True, timeout=110, check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        assert f"scored roots: {23 + (3 if stage == 'full' else 0)}" in proc.stdout, (stage, proc.stdout)
+
+
 @pytest.mark.timeout(300)
 def test_ab_comparison_measures_both_trees_and_reports_the_difference() -> None:
     """``bench/compare.py`` measures each source tree in its own processes, alternating, and prints each
