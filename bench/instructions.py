@@ -112,11 +112,12 @@ def _child(
     gc.collect()
     if no_gc:
         gc.disable()
-    core = None if lean else proc._core
+    if lean and stage != "full":
+        raise SystemExit("stages split our worker only (the lean design's is one loop)")
     if stage == "read":
-        core.settle = lambda: None  # roots wait for a settle that never comes: read, kept, no more
+        proc._core.settle = lambda: None  # roots wait for a settle that never comes: read, kept, no more
     elif stage == "assemble":
-        core._score_run = lambda *_a, **_k: None  # assembled, then every run left unscored
+        proc._core._score_run = lambda *_a, **_k: None  # assembled, then every run left unscored
     if count:
         process(queued[first:], stage)
     pipe.close()

@@ -93,10 +93,6 @@ class Core:
         self.options = options
         self.source = source
         self.table = TraceTable(settings.max_pending_traces)
-        # what every span's end looks up, bound once
-        self._traces = self.table.traces
-        self._ids = source.ids
-        self._read = source.read
         self._grace = settings.root_grace_ms / 1000
         self._max_open = settings.max_open_spans_per_trace
         self._max_known = settings.max_known_spans_per_trace
@@ -244,13 +240,13 @@ class Core:
     def end(self, span: Any, hand_on: bool) -> None:
         """A span ended. ``hand_on``: the adapter left handing it on to the core."""
         self._ended += 1
-        ids = self._ids(span)
+        ids = self.source.ids(span)
         if ids is None:
             if hand_on:
                 self._hand_on(span, None)
             return
         trace_id, sid, parent, local = ids
-        state = self._traces.get(trace_id)
+        state = self.table.traces.get(trace_id)
         if state is None:
             counted = self.table.counted_roots(trace_id)
             if counted is not None:
@@ -264,26 +260,20 @@ class Core:
         elif state.open:
             state.open.discard(sid)
             state.started.pop(sid, None)
-        parents = state.parents
-        if sid not in parents:
-            if len(parents) < self._max_known:  # _link, inline: this runs for every span
-                parents[sid] = None if local else parent
-            else:
-                self.drop("known_spans_limit")
+        if sid not in state.parents:
+            self._link(state, sid, parent, local)
             if local:
                 state.local_roots.add(sid)
         try:
-            facts = self._read(span, self.options, (state.hex, sid, parent))
+            facts = self.source.read(span, self.options, (state.hex, sid, parent))
         except Exception:
             _log.debug("otel-toolscore could not read a span", exc_info=True)
             self.drop("malformed_span")
             facts = None
-        role = None
         if facts is not None:
-            role = facts.role
-            kept = state.facts
-            if len(kept) < self._max_facts:
-                kept.append(facts)
+            if len(state.facts) < self._max_facts:
+                state.facts.append(facts)
+                role = facts.role
                 if role == "agent":
                     state.agent_roots.add(sid)
                 elif role == "tool":
@@ -292,8 +282,8 @@ class Core:
                 self.drop("spans_per_trace_limit")
         if (
             hand_on
-            and role == "other"
             and facts is not None
+            and facts.role == "other"
             and sid not in state.local_roots
             and "openinference" in facts.conventions
         ):
@@ -301,7 +291,7 @@ class Core:
             state.maybe[sid] = (span, self._ended)
             self._maybes[trace_id] = state
             return
-        is_root = hand_on or role == "agent" or sid in state.local_roots
+        is_root = hand_on or sid in state.local_roots or (facts is not None and facts.role == "agent")
         if is_root:
             try:
                 self._root_ended(state, sid, span, hand_on)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.instructions import STAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = {"hot_path", "yardstick", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time"}
 
@@ -121,11 +123,6 @@ def test_instruction_count_driver_stops_after_each_stage() -> None:
     """``bench/instructions.py --stages`` counts our worker stopped after each stage: the counted half
     is prepared, read, assembled or scored without going further — only the whole worker hands its
     scored roots on (the warm-up's 23 are handed on in every process)."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.instructions import STAGES
-    finally:
-        sys.path.remove(str(ROOT))
     assert [name for name, _what in STAGES] == ["prepare", "read", "assemble", "score", "full"]
     for stage, _what in STAGES:
         proc = subprocess.run(
