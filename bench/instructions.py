@@ -47,6 +47,7 @@ STAGES = (
     ("score", "runs scored (expectation, verdict, score attributes)"),
     ("full", "outputs and handing on (record, point, counts; the SDK's on_end)"),
 )
+_LEAN_STAGES = "stages splits our worker only (the lean design's is one loop)"
 
 
 def _child(
@@ -55,6 +56,10 @@ def _child(
     """Queue ``2 * runs + 20`` recorded runs, process the first ``runs + 20`` (warm-up), then the rest
     only when ``count`` (callgrind's figure of a process with ``count`` minus one without it); the
     rest stops after ``stage`` (:data:`STAGES`)."""
+    if stage not in dict(STAGES):
+        raise SystemExit(f"unknown stage {stage!r}: one of {', '.join(name for name, _ in STAGES)}")
+    if lean and stage != "full":
+        raise SystemExit(_LEAN_STAGES)  # before any recording: nothing to count
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
     from bench.lean_design import lean_pipeline
@@ -112,8 +117,6 @@ def _child(
     gc.collect()
     if no_gc:
         gc.disable()
-    if lean and stage != "full":
-        raise SystemExit("stages split our worker only (the lean design's is one loop)")
     if stage == "read":
         proc._core.settle = lambda: None  # roots wait for a settle that never comes: read, kept, no more
     elif stage == "assemble":
@@ -146,7 +149,7 @@ def main(argv: list[str]) -> int:
     no_gc = "--no-gc" in argv
     stages = "--stages" in argv
     if stages and lean:
-        print("--stages splits our worker only (the lean design's is one loop)", file=sys.stderr)
+        print(f"--{_LEAN_STAGES}", file=sys.stderr)
         return 2
     rest = [a for a in argv if a not in ("--lean", "--no-gc", "--stages")]
     workload = rest[0] if rest else "genai7"

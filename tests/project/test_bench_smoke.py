@@ -131,6 +131,14 @@ def test_instruction_count_driver_stops_after_each_stage() -> None:
         )
         assert proc.returncode == 0, proc.stderr[-4000:]
         assert f"scored roots: {23 + (3 if stage == 'full' else 0)}" in proc.stdout, (stage, proc.stdout)
+    for args, said in ((["0", "1", "nogc", "scroe"], "unknown stage 'scroe'"), (["1", "1", "nogc", "read"], "our worker only")):
+        # refused before anything is recorded: a misspelt stage, or a stage of the lean design's one loop
+        proc = subprocess.run(
+            [sys.executable, "bench/instructions.py", "--child", "genai7", "off", "3", *args],
+            cwd=ROOT, capture_output=True, text=True, timeout=110, check=False,
+        )
+        assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
+        assert "scored roots" not in proc.stdout
 
 
 @pytest.mark.timeout(300)
