@@ -64,7 +64,7 @@ from opentelemetry.trace import NonRecordingSpan, StatusCode, set_span_in_contex
 
 from .pipelines import Pipeline, root_copy, scoring_pipeline
 
-__all__ = ["GENAI", "OPENINFERENCE", "WORKER_THREAD", "LeanDesignProcessor", "LeanExpectation", "lean_pipeline"]
+__all__ = ["GENAI", "OPENINFERENCE", "WORKER_THREAD", "Fact", "LeanDesignProcessor", "LeanExpectation", "claim", "lean_pipeline", "merge_calls", "read_fact", "run_agent", "span_role"]
 
 #: The worker thread's name (``bench/workloads.py`` reads its CPU time by this prefix).
 WORKER_THREAD = "lean-design-worker"
@@ -302,7 +302,7 @@ class LeanExpectation:
         return f"{label}: expected {want} ({mode}); called {', '.join(names) if names else 'no tools'}"
 
 
-class _Fact:
+class Fact:
     """What a tool or model span said, kept until its run is scored."""
 
     __slots__ = ("agent_name", "call_id", "conversation_id", "end", "name", "parent", "requested", "role",
@@ -330,7 +330,7 @@ class _Trace:
 
     def __init__(self, now: float) -> None:
         self.parents: dict[int, int | None] = {}
-        self.facts: list[_Fact] = []
+        self.facts: list[Fact] = []
         self.agents: set[int] = set()
         self.contexts: dict[int, Any] = {}
         self.created = now
@@ -575,16 +575,7 @@ class LeanDesignProcessor(SpanProcessor):
             parents[sid] = None if local else parent.span_id
         else:
             self.drops["known_spans_limit"] += 1
-        role = OTHER
-        conv: Convention | None = None
-        for c in CONVENTIONS:
-            value = a.get(c.role_key)
-            if value is not None:
-                conv = c
-                role = c.roles.get(value, OTHER) if type(value) is str else OTHER
-                if role == OTHER and type(value) is str and c is OPENINFERENCE:
-                    role = c.roles.get(value.upper(), OTHER)
-                break
+        role, conv = span_role(a)
         if role in (TOOL, LLM):
             assert conv is not None
             self._fact(st, span, a, conv, role, None if local else parent.span_id)
@@ -603,115 +594,18 @@ class LeanDesignProcessor(SpanProcessor):
             start, end, status = span._start_time, span._end_time, span._status
         except AttributeError:
             start, end, status = span.start_time, span.end_time, span.status
-        f = _Fact(role, parent, start or 0, end or 0)
-        if role == TOOL:
-            name = a.get(conv.tool_name_key)
-            if name is None or name == "":
-                if not conv.tool_name_from_span:
-                    return  # a tool span naming no tool is no call we could report
-                name = span.name
-            f.name = str(name)
-            for key in conv.tool_id_keys:
-                call_id = a.get(key)
-                if call_id is not None:
-                    f.call_id = _no_id(call_id)
-                    break
-            if status.status_code is _ERROR or "error.type" in a:
-                f.status = "error"
-        else:
-            f.requested, f.saw_output = conv.read_requested(a, self._max_calls, self.drops)
-        agent = a.get(conv.agent_key)
-        if agent is not None and agent != "":
-            f.agent_name = str(agent)
-        conversation = a.get(conv.conversation_key)
-        if conversation is not None and conversation != "":
-            f.conversation_id = str(conversation)
-        st.facts.append(f)
+        f = read_fact(a, conv, role, parent, start or 0, end or 0, status.status_code is _ERROR, span.name,
+                      self._max_calls, self.drops)
+        if f is not None:
+            st.facts.append(f)
 
     # -- runs ---------------------------------------------------------------------------------------
     @staticmethod
-    def _claim(st: _Trace, root: int) -> list[_Fact]:
-        """Take the facts whose nearest enclosing agent span (or local root) is ``root``; the others
-        stay. Every parent link is followed once (memoised)."""
-        parents = st.parents
-        agents = st.agents
-        owner: dict[int | None, bool] = {root: True, None: False}
-        mine: list[_Fact] = []
-        rest: list[_Fact] = []
-        for f in st.facts:
-            cur = f.parent
-            path: list[int] = []
-            while True:
-                known = owner.get(cur)
-                if known is not None:
-                    break
-                assert cur is not None
-                if cur in agents or cur not in parents:  # another run's agent, or not ended yet
-                    known = False
-                    break
-                path.append(cur)
-                cur = parents[cur]
-            for node in path:
-                owner[node] = known
-            (mine if known else rest).append(f)
-        st.facts = rest
-        return mine
+    def _claim(st: _Trace, root: int) -> list[Fact]:
+        return claim(st, root)
 
-    def _calls(self, facts: list[_Fact]) -> list[_Fact | tuple[str | None, str]]:
-        """The run's calls in order: each model output's requested calls, merged with the tool spans
-        that ran them (by id, then by name in start order), and the tool spans no output asked for."""
-        tools = [f for f in facts if f.role == TOOL]
-        llms = [f for f in facts if f.role == LLM and f.requested]
-        if len(tools) > 1:
-            tools.sort(key=_start)
-        if len(llms) > 1:
-            llms.sort(key=_start)
-        by_id = {f.call_id: f for f in tools if f.call_id}
-        seen: set[str] = set()
-        taken = 0
-        rows: list[tuple[_Fact, list[tuple[tuple[str | None, str], _Fact | None]]]] = []
-        for llm in llms:
-            row: list[tuple[tuple[str | None, str], _Fact | None]] = []
-            for req in llm.requested:
-                cid = req[0]
-                if cid and cid in seen:
-                    continue  # the same call listed again
-                hit = None
-                if cid:
-                    seen.add(cid)
-                    hit = by_id.pop(cid, None)  # popped: a tool span answers one request
-                    if hit is not None:
-                        hit.taken = True
-                        taken += 1
-                row.append((req, hit))
-            rows.append((llm, row))
-        if taken < len(tools):  # the rest paired by name, in start order
-            by_name: dict[str, list[_Fact]] = {}
-            for f in tools:
-                if not f.taken:
-                    by_name.setdefault(f.name or "", []).append(f)
-            for _llm, row in rows:
-                for i, (req, hit) in enumerate(row):
-                    same = by_name.get(req[1]) if hit is None else None
-                    if same:
-                        first = same.pop(0)
-                        first.taken = True
-                        row[i] = (req, first)
-        keyed: list[tuple[tuple[int, int], _Fact | tuple[str | None, str]]] = []
-        for llm, row in rows:
-            row_time = llm.end  # the model's output ends its turn, unless a call of it started earlier
-            for _req, hit in row:
-                if hit is not None and hit.start and (not row_time or hit.start < row_time):
-                    row_time = hit.start
-            keyed.extend(((row_time, pos + 1), req if hit is None else hit) for pos, (req, hit) in enumerate(row))
-        keyed.extend(((f.start, 0), f) for f in tools if not f.taken)
-        if len(keyed) > 1:
-            keyed.sort(key=_first)
-        calls = [c for _, c in keyed]
-        if len(calls) > self._max_calls:
-            self.drops["calls_per_run_limit"] += len(calls) - self._max_calls
-            del calls[self._max_calls:]
-        return calls
+    def _calls(self, facts: list[Fact]) -> list[Fact | tuple[str | None, str]]:
+        return merge_calls(facts, self._max_calls, self.drops)
 
     def _root_ended(
         self, st: _Trace, trace_id: int, sid: int, span: Any, a: Mapping[str, Any], conv: Convention | None, local: bool
@@ -726,25 +620,11 @@ class LeanDesignProcessor(SpanProcessor):
         return handed
 
     def _score(
-        self, st: _Trace, sid: int, span: Any, a: Mapping[str, Any], conv: Convention | None, facts: list[_Fact]
+        self, st: _Trace, sid: int, span: Any, a: Mapping[str, Any], conv: Convention | None, facts: list[Fact]
     ) -> Any:
         calls = self._calls(facts)
-        names = [(c.name or "") if type(c) is _Fact else c[1] for c in calls]  # type: ignore[index]
-        agent_name = None
-        conversation = None
-        if conv is not None:
-            value = a.get(conv.agent_key)
-            if value is not None and value != "":
-                agent_name = str(value)
-            value = a.get(conv.conversation_key)
-            if value is not None and value != "":
-                conversation = str(value)
-        if agent_name is None:
-            agent_name = next((f.agent_name for f in facts if f.agent_name), None)
-            if agent_name is None and conv is OPENINFERENCE:
-                agent_name = span.name or None  # OpenInference names a graph's or agent's root after it
-        if conversation is None:
-            conversation = next((f.conversation_id for f in facts if f.conversation_id), None)
+        names = [(c.name or "") if type(c) is Fact else c[1] for c in calls]  # type: ignore[index]
+        agent_name, conversation = run_agent(a, conv, facts, span.name)
         if agent_name is not None and len(agent_name) > MAX_NAME_CHARS:
             self.drops["name_too_long"] += 1
             agent_name = _cut(agent_name, MAX_NAME_CHARS)
@@ -873,7 +753,159 @@ class LeanDesignProcessor(SpanProcessor):
         return len(self._traces)
 
 
-def _start(f: _Fact) -> int:
+def span_role(a: Mapping[str, Any]) -> tuple[int, Convention | None]:
+    """A span's role and the convention that told it (the first whose role key the span has)."""
+    for c in CONVENTIONS:
+        value = a.get(c.role_key)
+        if value is not None:
+            if type(value) is not str:
+                return OTHER, c
+            role = c.roles.get(value, OTHER)
+            if role == OTHER and c is OPENINFERENCE:
+                role = c.roles.get(value.upper(), OTHER)
+            return role, c
+    return OTHER, None
+
+
+def read_fact(
+    a: Mapping[str, Any], conv: Convention, role: int, parent: Any, start: int, end: int, error: bool,
+    span_name: str | None, max_calls: int, drops: Counter[str],
+) -> Fact | None:
+    """What a tool or model span says (its attributes ``a`` read through ``conv``'s key table), or
+    ``None`` for a tool span naming no tool."""
+    f = Fact(role, parent, start, end)
+    if role == TOOL:
+        name = a.get(conv.tool_name_key)
+        if name is None or name == "":
+            if not conv.tool_name_from_span:
+                return None  # a tool span naming no tool is no call we could report
+            name = span_name
+        f.name = str(name)
+        for key in conv.tool_id_keys:
+            call_id = a.get(key)
+            if call_id is not None:
+                f.call_id = _no_id(call_id)
+                break
+        if error or "error.type" in a:
+            f.status = "error"
+    else:
+        f.requested, f.saw_output = conv.read_requested(a, max_calls, drops)
+    agent = a.get(conv.agent_key)
+    if agent is not None and agent != "":
+        f.agent_name = str(agent)
+    conversation = a.get(conv.conversation_key)
+    if conversation is not None and conversation != "":
+        f.conversation_id = str(conversation)
+    return f
+
+
+def claim(st: Any, root: Any) -> list[Fact]:
+    """Take the facts of ``st`` (parent links ``st.parents``, agent spans ``st.agents``) whose nearest
+    enclosing agent span (or local root) is ``root``; the others stay. Every parent link is followed
+    once (memoised)."""
+    parents = st.parents
+    agents = st.agents
+    owner: dict[Any, bool] = {root: True, None: False}
+    mine: list[Fact] = []
+    rest: list[Fact] = []
+    for f in st.facts:
+        cur = f.parent
+        path: list[Any] = []
+        while True:
+            known = owner.get(cur)
+            if known is not None:
+                break
+            if cur in agents or cur not in parents:  # another run's agent, or not ended yet
+                known = False
+                break
+            path.append(cur)
+            cur = parents[cur]
+        for node in path:
+            owner[node] = known
+        (mine if known else rest).append(f)
+    st.facts = rest
+    return mine
+
+
+def run_agent(a: Mapping[str, Any], conv: Convention | None, facts: list[Fact], span_name: str | None
+              ) -> tuple[str | None, str | None]:
+    """(agent name, conversation id) of a run: its root's, else the first of its spans' that has one."""
+    agent_name = None
+    conversation = None
+    if conv is not None:
+        value = a.get(conv.agent_key)
+        if value is not None and value != "":
+            agent_name = str(value)
+        value = a.get(conv.conversation_key)
+        if value is not None and value != "":
+            conversation = str(value)
+    if agent_name is None:
+        agent_name = next((f.agent_name for f in facts if f.agent_name), None)
+        if agent_name is None and conv is OPENINFERENCE:
+            agent_name = span_name or None  # OpenInference names a graph's or agent's root after it
+    if conversation is None:
+        conversation = next((f.conversation_id for f in facts if f.conversation_id), None)
+    return agent_name, conversation
+
+
+def merge_calls(facts: list[Fact], max_calls: int, drops: Counter[str]) -> list[Fact | tuple[str | None, str]]:
+    """The run's calls in order: each model output's requested calls, merged with the tool spans
+    that ran them (by id, then by name in start order), and the tool spans no output asked for."""
+    tools = [f for f in facts if f.role == TOOL]
+    llms = [f for f in facts if f.role == LLM and f.requested]
+    if len(tools) > 1:
+        tools.sort(key=_start)
+    if len(llms) > 1:
+        llms.sort(key=_start)
+    by_id = {f.call_id: f for f in tools if f.call_id}
+    seen: set[str] = set()
+    taken = 0
+    rows: list[tuple[Fact, list[tuple[tuple[str | None, str], Fact | None]]]] = []
+    for llm in llms:
+        row: list[tuple[tuple[str | None, str], Fact | None]] = []
+        for req in llm.requested:
+            cid = req[0]
+            if cid and cid in seen:
+                continue  # the same call listed again
+            hit = None
+            if cid:
+                seen.add(cid)
+                hit = by_id.pop(cid, None)  # popped: a tool span answers one request
+                if hit is not None:
+                    hit.taken = True
+                    taken += 1
+            row.append((req, hit))
+        rows.append((llm, row))
+    if taken < len(tools):  # the rest paired by name, in start order
+        by_name: dict[str, list[Fact]] = {}
+        for f in tools:
+            if not f.taken:
+                by_name.setdefault(f.name or "", []).append(f)
+        for _llm, row in rows:
+            for i, (req, hit) in enumerate(row):
+                same = by_name.get(req[1]) if hit is None else None
+                if same:
+                    first = same.pop(0)
+                    first.taken = True
+                    row[i] = (req, first)
+    keyed: list[tuple[tuple[int, int], Fact | tuple[str | None, str]]] = []
+    for llm, row in rows:
+        row_time = llm.end  # the model's output ends its turn, unless a call of it started earlier
+        for _req, hit in row:
+            if hit is not None and hit.start and (not row_time or hit.start < row_time):
+                row_time = hit.start
+        keyed.extend(((row_time, pos + 1), req if hit is None else hit) for pos, (req, hit) in enumerate(row))
+    keyed.extend(((f.start, 0), f) for f in tools if not f.taken)
+    if len(keyed) > 1:
+        keyed.sort(key=_first)
+    calls = [c for _, c in keyed]
+    if len(calls) > max_calls:
+        drops["calls_per_run_limit"] += len(calls) - max_calls
+        del calls[max_calls:]
+    return calls
+
+
+def _start(f: Fact) -> int:
     return f.start
 
 

@@ -107,6 +107,8 @@ COLUMNS: dict[str, list[tuple[str, str]]] = {
         ("floor", "floor"),
         ("floor spans/s", "floor_spans_per_s"),
         ("ratio", "ratio"),
+        ("lean ratio", "lean_ratio"),
+        ("ours÷lean", "ours_over_lean"),
         ("peak RSS MB", "peak_rss_mb"),
         ("target", "target"),
         ("verdict", "verdict"),
