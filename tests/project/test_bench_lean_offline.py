@@ -2,7 +2,8 @@
 
 On the recorded stacks whose spans the lean design's two key tables (GenAI, OpenInference) read, it
 finds the runs ours finds, at the same roots, with the same calls in the same order — except where
-ours applies a framework rule the lean design leaves out, each named below with its reason. Protobuf
+ours applies a rule the lean design leaves out (a framework's, or calls read from a model's history),
+each named below with its reason. Protobuf
 and JSON Lines give it the same runs, and its limits count what they refuse. No timing.
 """
 
@@ -22,7 +23,7 @@ from otel_toolscore.service._decode import _hex_ids_to_base64
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
 #: Stacks read through the GenAI or OpenInference key table, and the runs (root span id) whose calls
-#: ours tells apart by a framework rule: (ours, lean).
+#: ours reads by a rule the lean design leaves out: (ours, lean).
 SAME_RUNS: dict[str, dict[str, tuple[list[str], list[str]]]] = {
     # ADK's "(merged tools)" span wraps parallel calls it already reported: ours drops it
     **{
@@ -36,13 +37,14 @@ SAME_RUNS: dict[str, dict[str, tuple[list[str], list[str]]]] = {
         )
     },
     "mastra": {
-        # a call Mastra refused (invalid arguments) is read from the model's output and the step's
-        # record, and a workflow's steps are its calls: Mastra's own rules
+        # Mastra's own operation names: a client-side tool runs as a `client_tool_call` span, and a
+        # workflow tool's `workflow_step` spans are calls of the run
         "e2d5dc8600d4caf9": (["bookFlight", "getWeather", "getWeather"], ["getWeather", "getWeather"]),
         "70a98a386a86d620": (["workflow-forecastWorkflow", "getWeather", "formatForecast"], ["workflow-forecastWorkflow"]),
     },
     "mastra/otel_bridge": {},
-    # a call the model asked for and OpenLLMetry recorded only in the next request's history
+    # the model spans record no output: a call of a tool that does not exist (no tool span) shows
+    # only in the next request's history, which ours reads and the lean design does not
     "openai_agents/openllmetry": {"e1126d8adbf091e0": (["get_forecast", "get_weather"], ["get_weather"])},
     "openai_agents/openllmetry_responses": {},
     "openai_agents/openllmetry_responses_nocontent": {},
