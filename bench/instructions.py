@@ -127,11 +127,12 @@ def _child(
     print(f"scored roots: {pipe.spans.scored_roots}")  # what the caller's test checks
 
 
-def _instructions(args: list[str]) -> int:
+def instructions(script: Path | str, args: list[str]) -> int:
+    """Instructions callgrind counts in ``python script --child *args`` (the whole process)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "--child", *args],
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, str(script), "--child", *args],
             capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"}, check=False,
         )
         found = re.search(r"Collected : ([\d,]+)", proc.stderr)
@@ -164,14 +165,14 @@ def main(argv: list[str]) -> int:
     gc_note = ", collector off" if no_gc else ""
     head = f"{who}, {workload}, content {'on' if content else 'off'}{gc_note}"
     if not stages:
-        counted = _instructions([*common, "1", gc_flag, "full"])
-        base = _instructions([*common, "0", gc_flag, "full"])
+        counted = instructions(__file__, [*common, "1", gc_flag, "full"])
+        base = instructions(__file__, [*common, "0", gc_flag, "full"])
         print(f"{head}: {(counted - base) / runs:,.0f} instructions/run")
         return 0
     print(f"{head}, instructions/run by stage:")
     before = 0.0
     for stage, what in STAGES:
-        upto = (_instructions([*common, "1", gc_flag, stage]) - _instructions([*common, "0", gc_flag, stage])) / runs
+        upto = (instructions(__file__, [*common, "1", gc_flag, stage]) - instructions(__file__, [*common, "0", gc_flag, stage])) / runs
         print(f"  {what:<70} {upto - before:>12,.0f}")
         before = upto
     print(f"  {'whole worker':<70} {before:>12,.0f}")

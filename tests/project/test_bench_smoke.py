@@ -6,6 +6,7 @@ No timing assertions: quick numbers mean nothing; this proves every section runs
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.instructions import STAGES
+from bench.offline_instructions import STAGES as OFFLINE_STAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = {"hot_path", "yardstick", "breakdown", "scorer", "extraction", "offline", "memory", "judge", "service", "import_time"}
@@ -194,3 +196,32 @@ def test_ab_comparison_measures_both_trees_and_reports_the_difference() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )
     assert one_thread.returncode == 2 and "--stages" in one_thread.stderr
+
+
+@pytest.mark.timeout(300)
+def test_offline_instruction_count_driver_stops_after_each_stage() -> None:
+    """``bench/offline_instructions.py`` counts with callgrind (not installed here); the process it has
+    callgrind run is plain Python: it reads the corpus once (warm-up), then once more stopped after
+    a stage — only the whole reader gives runs — for ours and the lean offline reader, and refuses a
+    misspelt stage and a content setting the lean reader has not."""
+    assert [name for name, _what in OFFLINE_STAGES["ours"]] == ["views", "read", "keep", "full"]
+    assert [name for name, _what in OFFLINE_STAGES["lean"]] == ["views", "read", "full"]
+    for who, lean, fmt in (("ours", "0", "0"), ("lean", "1", "1")):
+        for stage, _what in OFFLINE_STAGES[who]:
+            proc = subprocess.run(
+                [sys.executable, "bench/offline_instructions.py", "--child", lean, "1", fmt, "on", "1", stage],
+                cwd=ROOT, capture_output=True, text=True, timeout=110, check=False,
+            )
+            assert proc.returncode == 0, proc.stderr[-4000:]
+            warm = re.search(r"runs: (\d+) warm-up, (\d+) counted", proc.stdout)
+            assert warm is not None, proc.stdout
+            assert int(warm.group(1)) > 500  # the corpus's runs, read whole in the warm-up
+            assert int(warm.group(2)) == (int(warm.group(1)) if stage == "full" else 0), (who, stage)
+    for args, said in ((["0", "1", "0", "on", "1", "kept"], "unknown stage 'kept'"),
+                       (["1", "1", "0", "off", "1", "full"], "reads no content")):
+        proc = subprocess.run(
+            [sys.executable, "bench/offline_instructions.py", "--child", *args],
+            cwd=ROOT, capture_output=True, text=True, timeout=110, check=False,
+        )
+        assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
+        assert "runs:" not in proc.stdout
