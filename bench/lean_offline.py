@@ -14,8 +14,9 @@ real and no further:
   output's requested calls);
 * **runs**: per trace bounded state (traces pending, facts per trace, parent links per trace: the
   limits of the live lean design, every refusal counted); an agent span or a local root (no parent
-  id) ends a run, which is assembled at the end of the document (the request) that held it — spans
-  of one request can come in any order — by the lean design's own functions: facts claimed by their
+  id) ends a run, which is assembled at the end of what held it — a JSON line (one request), or a
+  resource of the protobuf file (decoded as one request) — as spans of one batch can come in any
+  order; assembled by the lean design's own functions: facts claimed by their
   nearest enclosing agent span, requested and executed calls merged by id then by name;
 * **out**: one ``__slots__`` record per run (trace id, root span id, agent name, conversation id,
   tool names, calls with their status). No pydantic model, no content.
