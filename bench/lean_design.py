@@ -64,7 +64,7 @@ from opentelemetry.trace import NonRecordingSpan, StatusCode, set_span_in_contex
 
 from .pipelines import Pipeline, root_copy, scoring_pipeline
 
-__all__ = ["GENAI", "OPENINFERENCE", "WORKER_THREAD", "Fact", "LeanDesignProcessor", "LeanExpectation", "claim", "lean_pipeline", "merge_calls", "read_fact", "run_agent", "span_role"]
+__all__ = ["GENAI", "OPENINFERENCE", "WORKER_THREAD", "Fact", "LeanDesignProcessor", "LeanExpectation", "claim", "lean_pipeline", "makes_run", "merge_calls", "read_fact", "run_agent", "span_role"]
 
 #: The worker thread's name (``bench/workloads.py`` reads its CPU time by this prefix).
 WORKER_THREAD = "lean-design-worker"
@@ -613,8 +613,7 @@ class LeanDesignProcessor(SpanProcessor):
     ) -> Any:
         facts = claim(st, sid)
         handed = None
-        agent = sid in st.agents
-        if agent or any(f.role == TOOL or f.requested for f in facts) or (facts and not st.agents):
+        if makes_run(sid, facts, st.agents):
             handed = self._score(st, sid, span, a, conv, facts)
         if local:
             del self._traces[trace_id]
@@ -826,6 +825,12 @@ def claim(st: Any, root: Any) -> list[Fact]:
         (mine if known else rest).append(f)
     st.facts = rest
     return mine
+
+
+def makes_run(root: Any, facts: list[Fact], agents: set[Any]) -> bool:
+    """Whether the span ``root`` that claimed ``facts`` is a run: an agent span always; a local root
+    when it holds a tool span or a requested call, or any fact in a trace without agent spans."""
+    return root in agents or any(f.role == TOOL or f.requested for f in facts) or (bool(facts) and not agents)
 
 
 def run_agent(a: Mapping[str, Any], conv: Convention | None, facts: list[Fact], span_name: str | None

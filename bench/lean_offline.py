@@ -24,7 +24,8 @@ real and no further:
 What it leaves out, compared with ours: every other convention and framework rule, content (user
 request, answer, arguments, results, history, available tools), the run model, problems reported
 per span, gzip and log inputs, streaming a protobuf file a resource at a time, and holding a trace
-until spans that end after its root have come.
+until spans that end after its root have come. Like the lean design it imports nothing of ours (its
+value decoders included): a floor that ran our code would move with it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .lean_design import (
     Convention,
     Fact,
     claim,
+    makes_run,
     merge_calls,
     read_fact,
     run_agent,
@@ -91,30 +93,32 @@ def _json_value(v: Any) -> Any:
     return None
 
 
-class _ProtoAttributes(dict):  # type: ignore[type-arg]
-    """A span's attributes, key to undecoded ``AnyValue``: decoded only when looked up."""
+class _LazyAttributes(dict):  # type: ignore[type-arg]
+    """A span's attributes, key to its undecoded value: decoded by ``_decode`` only when looked up."""
 
     __slots__ = ()
+    _decode: Any
 
     def get(self, key: str, default: Any = None) -> Any:
         v = dict.get(self, key)
-        return default if v is None else _any_value(v)
+        return default if v is None else self._decode(v)
 
     def __getitem__(self, key: str) -> Any:
-        return _any_value(dict.__getitem__(self, key))
+        return self._decode(dict.__getitem__(self, key))
 
 
-class _JsonAttributes(dict):  # type: ignore[type-arg]
-    """A span's OTLP/JSON attributes, key to undecoded value object: decoded only when looked up."""
+class _ProtoAttributes(_LazyAttributes):
+    """Values are protobuf ``AnyValue`` messages."""
 
     __slots__ = ()
+    _decode = staticmethod(_any_value)
 
-    def get(self, key: str, default: Any = None) -> Any:
-        v = dict.get(self, key)
-        return default if v is None else _json_value(v)
 
-    def __getitem__(self, key: str) -> Any:
-        return _json_value(dict.__getitem__(self, key))
+class _JsonAttributes(_LazyAttributes):
+    """Values are OTLP/JSON value objects."""
+
+    __slots__ = ()
+    _decode = staticmethod(_json_value)
 
 
 class LeanRun:
@@ -251,7 +255,7 @@ class LeanOfflineReader:
     def _run(self, st: _Trace, trace_id: Any, sid: Any, a: Mapping[str, Any], conv: Convention | None,
              name: str | None, hexed: Any) -> LeanRun | None:
         facts = claim(st, sid)
-        if not (sid in st.agents or any(f.role == TOOL or f.requested for f in facts) or (facts and not st.agents)):
+        if not makes_run(sid, facts, st.agents):
             return None
         calls = merge_calls(facts, self._max_calls, self.drops)
         agent_name, conversation = run_agent(a, conv, facts, name)

@@ -79,6 +79,15 @@ def _spans(lines: list[str]) -> int:
                for sp in (ss.get("spans", ()) for ss in rs.get("scopeSpans", ())))
 
 
+def write_protobuf(path: Path, lines: list[str]) -> None:
+    """``lines`` (OTLP/JSON export requests) written to ``path`` as concatenated OTLP protobuf requests."""
+    with path.open("wb") as fh:
+        for ln in lines:
+            msg = json_format.ParseDict(_hex_ids_to_base64(json.loads(ln)), ExportTraceServiceRequest(),
+                                        ignore_unknown_fields=True)
+            fh.write(msg.SerializeToString())
+
+
 def json_lines_floor(path: Path) -> int:
     """A streaming JSON Lines reader's least work: ``json.loads`` of each line, the document dropped."""
     loads = json.loads
@@ -122,11 +131,7 @@ def run(result: Result, *, quick: bool) -> None:
         jsonl = Path(tmp) / "corpus.jsonl"
         jsonl.write_text("\n".join(data) + "\n")
         pb = Path(tmp) / "corpus.pb"
-        with pb.open("wb") as fh:
-            for ln in data:
-                msg = json_format.ParseDict(_hex_ids_to_base64(json.loads(ln)), ExportTraceServiceRequest(),
-                                            ignore_unknown_fields=True)
-                fh.write(msg.SerializeToString())
+        write_protobuf(pb, data)
         formats: tuple[tuple[str, Path, Callable[[Path], int], float, str], ...] = (
             ("protobuf", pb, protobuf_floor, TARGET_PROTOBUF, "ExportTraceServiceRequest.FromString"),
             ("json lines", jsonl, json_lines_floor, TARGET_JSONL, "json.loads per line, streaming"),

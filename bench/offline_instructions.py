@@ -19,7 +19,6 @@ facts (no run assembled); whole. Each stage is the difference between two such f
 from __future__ import annotations
 
 import gc
-import json
 import shutil
 import sys
 import tempfile
@@ -49,21 +48,13 @@ STAGES = {
 
 
 def _write_corpus(path: Path, copies: int, jsonl: bool) -> None:
-    from google.protobuf import json_format
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    from bench.offline import _corpus_lines, _replicated
-    from otel_toolscore.service._decode import _hex_ids_to_base64
+    from bench.offline import _corpus_lines, _replicated, write_protobuf
 
     lines = _replicated(_corpus_lines(), copies)
     if jsonl:
         path.write_text("\n".join(lines) + "\n")
-        return
-    with path.open("wb") as fh:
-        for ln in lines:
-            msg = json_format.ParseDict(_hex_ids_to_base64(json.loads(ln)), ExportTraceServiceRequest(),
-                                        ignore_unknown_fields=True)
-            fh.write(msg.SerializeToString())
+    else:
+        write_protobuf(path, lines)
 
 
 def _stop_ours(stage: str) -> None:

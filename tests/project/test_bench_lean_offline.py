@@ -13,12 +13,10 @@ import json
 from pathlib import Path
 
 import pytest
-from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from bench.lean_offline import LeanOfflineReader, read_runs
+from bench.offline import write_protobuf
 from otel_toolscore.extract import extract_runs_with_report
-from otel_toolscore.service._decode import _hex_ids_to_base64
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 
@@ -62,11 +60,7 @@ def _files(stack: str, tmp_path: Path) -> tuple[Path, Path]:
     jsonl = tmp_path / "stack.jsonl"
     jsonl.write_text("\n".join(lines) + "\n")
     pb = tmp_path / "stack.pb"
-    with pb.open("wb") as fh:
-        for ln in lines:
-            msg = json_format.ParseDict(_hex_ids_to_base64(json.loads(ln)), ExportTraceServiceRequest(),
-                                        ignore_unknown_fields=True)
-            fh.write(msg.SerializeToString())
+    write_protobuf(pb, lines)
     return jsonl, pb
 
 
