@@ -169,25 +169,45 @@ class RunRecord:
         return bool(self.user_query or self.final_output)
 
     def to_model(self) -> AgentRun:
-        from .model import AgentRun
-
-        return AgentRun(
-            run_id=self.run_id,
-            trace_id=self.trace_id,
-            root_span_id=self.root_span_id,
-            parent_run_id=self.parent_run_id,
-            agent_name=self.agent_name,
-            conversation_id=self.conversation_id,
-            conventions=list(self.conventions),
-            user_query=self.user_query,
-            final_output=self.final_output,
-            available_tools=[as_model(t) for t in self.available_tools],
-            tool_calls=[as_model(c) for c in self.tool_calls],
-            attributes=dict(self.attributes),
+        # One validation of the whole run, its calls and tools given as plain dicts: a model built
+        # for each call first costs a validator call (and keyword unpacking) per call, and the run's
+        # own validation then walks them again (docs/performance.md, "Run models in one validation").
+        return _validate_run(
+            {
+                "run_id": self.run_id,
+                "trace_id": self.trace_id,
+                "root_span_id": self.root_span_id,
+                "parent_run_id": self.parent_run_id,
+                "agent_name": self.agent_name,
+                "conversation_id": self.conversation_id,
+                "conventions": self.conventions,
+                "user_query": self.user_query,
+                "final_output": self.final_output,
+                "available_tools": [_fields(t) if type(t) is ToolRecord else t for t in self.available_tools],
+                "tool_calls": [_fields(c) if type(c) is CallRecord else c for c in self.tool_calls],
+                "attributes": self.attributes,
+            }
         )
 
     def __repr__(self) -> str:
         return f"RunRecord(run_id={self.run_id!r}, agent_name={self.agent_name!r}, calls={len(self.tool_calls)})"
+
+
+#: ``AgentRun``'s validator, once the model has built it (its build is deferred to first use)
+_run_validator: Any = None
+
+
+def _validate_run(fields: dict[str, Any]) -> AgentRun:
+    """``AgentRun.model_validate(fields)``; after the first call, its validator called directly (an
+    import statement and ``model_validate``'s own checks cost a tenth of a small run's validation)."""
+    global _run_validator
+    if _run_validator is None:
+        from .model import AgentRun
+
+        run = AgentRun.model_validate(fields)  # builds the deferred validator
+        _run_validator = AgentRun.__pydantic_validator__.validate_python
+        return run
+    return _run_validator(fields)  # type: ignore[no-any-return]
 
 
 def as_model(value: Any) -> Any:
