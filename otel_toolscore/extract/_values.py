@@ -374,6 +374,7 @@ def iter_messages(data: Any) -> Iterator[Mapping[str, Any]]:
 _SEMCONV_MESSAGE_KEYS = frozenset({"role", "parts", "finish_reason"})
 _SEMCONV_CALL_KEYS = frozenset({"type", "id", "name", "arguments"})
 _SEMCONV_TEXT_KEYS = frozenset({"type", "content"})
+_SEMCONV_RESPONSE_KEYS = frozenset({"type", "id", "response"})
 #: Roles whose text is the model's answer.
 _ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 #: Texts :func:`parse_messages` reads as something else than text (a repr of a call).
@@ -382,10 +383,10 @@ _REPR_STARTS = ("ResponseFunctionToolCall(", "{'")
 
 def semconv_messages(data: Any, max_calls: int | None = None) -> ParsedMessages | None:
     """:func:`parse_messages` of a message list in the OTel GenAI conventions' own shape — messages of
-    a ``role``, ``parts`` and a ``finish_reason``, whose parts are ``text`` and named ``tool_call``
-    parts — read in one pass without trying every other convention's shapes; ``None`` (nothing read)
-    for any other shape, a tool's answer included: :func:`_parse_any` reads it
-    (``tests/extract/test_fast_lane.py`` holds both ways to the same result)."""
+    a ``role``, ``parts`` and a ``finish_reason``, whose parts are ``text``, named ``tool_call`` and
+    ``tool_call_response`` parts (a history: tools' answers in ``tool`` messages) — read in one pass
+    without trying every other convention's shapes; ``None`` (nothing read) for any other shape:
+    :func:`_parse_any` reads it (``tests/extract/test_fast_lane.py`` holds both ways to the same result)."""
     read: ParsedMessages | None = _semconv_read(data, max_calls, True)
     return read
 
@@ -394,7 +395,7 @@ def semconv_output_calls(data: Any, max_calls: int) -> tuple[list[tuple[str, Any
     """What :func:`semconv_messages` reads from a model's output messages when their text is not kept:
     the first ``max_calls`` calls as (name, id as found), whether an assistant said anything, and the
     calls past the cap — with no call or message objects; ``None`` wherever ``semconv_messages``
-    gives ``None`` (the same walk: ``tests/extract/test_fast_lane.py`` holds both to the same facts)."""
+    gives ``None``, and for a tool's answer (no output holds one: it is left to the general parser) (the same walk: ``tests/extract/test_fast_lane.py`` holds both to the same facts)."""
     read: tuple[list[tuple[str, Any]], bool, int] | None = _semconv_read(data, max_calls, False)
     return read
 
@@ -415,7 +416,7 @@ def _semconv_read(data: Any, max_calls: int | None, full: bool) -> Any:
             return None
         role = message.get("role")
         parts = message.get("parts")
-        if type(role) is not str or type(parts) is not list or role == "tool":
+        if type(role) is not str or type(parts) is not list or (role == "tool" and out is None):
             return None
         texts: list[str] = []
         for part in parts:
@@ -439,6 +440,15 @@ def _semconv_read(data: Any, max_calls: int | None, full: bool) -> Any:
                     return None
                 if content and content not in REDACTION_MARKERS:
                     texts.append(content)
+            elif ptype == "tool_call_response" and out is not None:
+                # a tool's answer in a model call's history (every turn after the first carries them),
+                # read as _parse_any reads it: its id and value; one without an id says nothing
+                if not _SEMCONV_RESPONSE_KEYS.issuperset(part):
+                    return None
+                rid = clean_id(part.get("id"))
+                if rid is not None:
+                    out.result_ids.append(rid)
+                    out.results[rid] = _result_value(part)
             else:
                 return None
         if not texts:

@@ -714,22 +714,80 @@ def test_plain_genai_outputs_give_the_general_facts_or_decline() -> None:
     assert taken > 4000 and declined > 4000, (taken, declined)
 
 
-def test_semconv_messages_give_the_general_parse_or_decline() -> None:
-    """The one-pass read of the conventions' own message shape gives what trying every shape gives."""
+def _one_pass_against_general(data: Any) -> tuple[int, int]:
+    """(taken, declined) of ``data`` read in one pass at three caps, each reading taken held to what
+    trying every shape gives."""
     from otel_toolscore.extract import _values as values
 
+    taken = declined = 0
+    fields = [f.name for f in dataclasses.fields(values.ParsedMessages)]
+    for cap in (None, 1, 2000):
+        fast = values.semconv_messages(data, cap)
+        if fast is None:
+            declined += 1
+            continue
+        taken += 1
+        general = values._parse_any(data, cap)
+        assert [list(getattr(fast, k)) if k == "calls" else getattr(fast, k) for k in fields] == [
+            list(getattr(general, k)) if k == "calls" else getattr(general, k) for k in fields
+        ], data
+    return taken, declined
+
+
+def test_semconv_messages_give_the_general_parse_or_decline() -> None:
+    """The one-pass read of the conventions' own message shape gives what trying every shape gives."""
     rng = random.Random(5)
     taken = declined = 0
     for data in _semconv_message_lists(rng):
-        for cap in (None, 1, 2000):
-            fast = values.semconv_messages(data, cap)
-            if fast is None:
-                declined += 1
-                continue
-            taken += 1
-            general = values._parse_any(data, cap)
-            fields = [f.name for f in dataclasses.fields(values.ParsedMessages)]
-            assert [list(getattr(fast, k)) if k == "calls" else getattr(fast, k) for k in fields] == [
-                list(getattr(general, k)) if k == "calls" else getattr(general, k) for k in fields
-            ], data
+        t, d = _one_pass_against_general(data)
+        taken, declined = taken + t, declined + d
     assert taken > 1000 and declined > 1000, (taken, declined)
+
+
+def _history_with_tool_answers(rng: random.Random) -> Iterator[Any]:
+    """Model-call histories as GenAI instrumentations record them after the first turn: the user's
+    request, the model's calls, the tools' answers in ``tool`` messages, again — with answers of every
+    kind (text, error reports, JSON, none), ids that are placeholders or no strings, answers in other
+    roles' messages, and answer parts with keys the conventions do not give them."""
+    ids: list[Any] = ["c1", " c2 ", "call_3", "null", "", None, 5]
+    answers: list[Any] = ["ok", "ValueError: bad city", "Tool 'x' not found in agent", {"error": True, "message": "m"},
+                          {"temp": 21}, [1, 2], None, "", "[REDACTED]"]
+    for _ in range(3000):
+        messages: list[Any] = [{"role": "user", "parts": [{"type": "text", "content": "weather?"}]}]
+        for _turn in range(rng.choice([1, 1, 2, 3])):
+            calls = [{"type": "tool_call", "id": rng.choice(ids[:3]), "name": "get_weather", "arguments": {"city": "P"}}
+                     for _ in range(rng.choice([1, 1, 2]))]
+            messages.append({"role": "assistant", "parts": calls})
+            for _call in calls:
+                part: Any = {"type": "tool_call_response", "id": rng.choice(ids)}
+                if rng.random() < 0.9:
+                    part["response"] = rng.choice(answers)
+                if rng.random() < 0.05:
+                    part[rng.choice(["is_error", "result", "name"])] = True
+                role = "tool" if rng.random() < 0.9 else rng.choice(["user", "assistant"])
+                message: Any = {"role": role, "parts": [part]}
+                if rng.random() < 0.1:
+                    message["parts"].append({"type": "text", "content": rng.choice(["note", "", "For context: y"])})
+                if rng.random() < 0.05:
+                    message["tool_call_id"] = "c1"
+                messages.append(message)
+        if rng.random() < 0.5:
+            messages.append({"role": "assistant", "parts": [{"type": "text", "content": "sunny"}], "finish_reason": "stop"})
+        yield messages
+
+
+def test_semconv_histories_with_tool_answers_give_the_general_parse() -> None:
+    """A history's ``tool`` messages (``tool_call_response`` parts) are read in the one pass too — the
+    usual input of every model call after the first — and give what trying every shape gives: each
+    answer's id, value and error type, in order; anything else is declined, and the output lane
+    (content not kept) still declines a tool's answer."""
+    from otel_toolscore.extract import _values as values
+
+    rng = random.Random(23)
+    taken = declined = 0
+    for data in _history_with_tool_answers(rng):
+        t, d = _one_pass_against_general(data)
+        taken, declined = taken + t, declined + d
+        if any(m.get("role") == "tool" for m in data):
+            assert values.semconv_output_calls(data, 10) is None
+    assert taken > 4000 and declined > 500, (taken, declined)
