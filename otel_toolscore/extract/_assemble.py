@@ -42,14 +42,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..run_records import CallRecord, RunRecord, ToolRecord
 from ._content import requested_calls
-from ._facts import DEFAULT_OPTIONS, ExtractOptions, Requested, SpanFacts
+from ._facts import ANSWER_PARSERS, DEFAULT_OPTIONS, REQUEST_PARSERS, ExtractOptions, Requested, SpanFacts
 from ._handoffs import reparent_handoffs
 from ._implicit_runs import (
     RunFacts,
@@ -102,7 +102,8 @@ def assemble_records(
         f.materialize(opts)
     if needs_inputs(facts, content=opts.capture_content):
         for f in facts:
-            f.materialize_inputs(opts)
+            if f.deferred and not _request_only(f.deferred):
+                f.materialize_inputs(opts)
     single = single_run(facts, parents, stops, opts)
     return single if single is not None else _assemble(facts, parents, stops, opts)
 
@@ -118,7 +119,7 @@ def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
     id ran at least as many calls of its name (the general rules pair those by name and order). With
     ``content`` (content captured) only a tool span runs a call: one a LangGraph ``tools`` task was
     given but no tool span ran (an unknown tool) takes its result from a later model call's input."""
-    if not any(f.deferred for f in facts):  # materialized: what is left is input content
+    if not any(f.deferred for f in facts):  # materialized: what is left is input content (and answers)
         return False
     ran: set[str] = set()
     by_name: dict[str, int] = {}
@@ -149,6 +150,17 @@ def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
                 return True
             unclaimed[req.name] = left - 1
     return False
+
+
+def _request_only(deferred: Sequence[tuple[Any, Any]]) -> bool:
+    """Whether the content a fact left holds nothing but the user's request and the answer
+    (:data:`~._facts.REQUEST_PARSERS`, :data:`~._facts.ANSWER_PARSERS`): ``_first_query`` and
+    ``_first_answer`` parse them if the run asks (a chain span's ``input.value`` and ``output.value``
+    under the agent mostly go unread). A loop: this runs per fact of such traces."""
+    for parser, _ in deferred:  # noqa: SIM110 (a loop, not all() of a generator: per fact)
+        if parser not in REQUEST_PARSERS and parser not in ANSWER_PARSERS:
+            return False
+    return True
 
 
 class _Trace:
@@ -898,11 +910,24 @@ def _first_of(facts: Iterable[SpanFacts], field: str) -> Any:
 def _first_query(facts: Iterable[SpanFacts], opts: ExtractOptions) -> str | None:
     """The first user request of ``facts``: input content left for later (the offline reader leaves
     it: :meth:`~._facts.SpanFacts.materialize`) is parsed fact by fact, only until one names it."""
+    return _first_parsed(facts, opts, SpanFacts.materialize_inputs, "user_query")
+
+
+def _first_answer(facts: Iterable[SpanFacts], opts: ExtractOptions) -> str | None:
+    """The first answer of ``facts``: an answer left for later (the offline reader leaves a chain's
+    ``output.value``) is parsed fact by fact, only until one names it."""
+    return _first_parsed(facts, opts, SpanFacts.materialize_answer, "final_output")
+
+
+def _first_parsed(
+    facts: Iterable[SpanFacts], opts: ExtractOptions, parse: Callable[[SpanFacts, ExtractOptions], object], field: str
+) -> str | None:
     for f in facts:
         if f.deferred:
-            f.materialize_inputs(opts)
-        if f.user_query:
-            return f.user_query
+            parse(f, opts)
+        value: str | None = getattr(f, field)
+        if value:
+            return value
     return None
 
 
@@ -1051,8 +1076,8 @@ def _build(run: RunFacts, parent_root: str | None, opts: ExtractOptions) -> RunR
     user_query = final_output = None
     if opts.capture_content:  # without content both are dropped below: not looked for
         user_query = _first_query(root_facts, opts) or _first_query(llm_facts, opts)
-        final_output = _first_of(root_facts, "final_output") or _first_of(
-            sorted(llm_facts, key=lambda f: -f.end_time_unix_nano), "final_output"
+        final_output = _first_answer(root_facts, opts) or _first_answer(
+            sorted(llm_facts, key=lambda f: -f.end_time_unix_nano), opts
         )
     agent_name = _first_of(root_facts, "agent_name") or _first_of(inner, "agent_name") or step_agent(run)
     if agent_name is None:

@@ -13,11 +13,13 @@ from typing import Any
 
 from ..run_records import ToolRecord
 from ._facts import (
+    ANSWER_PARSERS,
     EVENT_INPUT_PARSERS,
     INPUT_PARSERS,
     KEYED_PARSERS,
     OUTPUT_PARSERS,
     PARSER_KEYS,
+    REQUEST_PARSERS,
     TEXT_PARSERS,
     ExtractOptions,
     Requested,
@@ -873,6 +875,8 @@ INPUT_PARSERS.update({genai_input_messages, io_value_input, log_event_input, ope
 EVENT_INPUT_PARSERS.add(log_event_input)
 PARSER_KEYS[io_value_input] = ("input.value", "traceloop.entity.input")
 TEXT_PARSERS.update({io_value_output, mastra_agent_output})
+REQUEST_PARSERS.add(io_value_input)
+ANSWER_PARSERS.add(io_value_output)
 KEYED_PARSERS.update({openinference_outputs, openinference_inputs, traceloop_indexed})
 # answers only: they fill requested calls, the answer's text, tool definitions and results not yet
 # known, never the request or the history (log events, whole-conversation dumps, ADK requests and

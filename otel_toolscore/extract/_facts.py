@@ -29,7 +29,7 @@ from ._hints import RunHints
 from ._records import plain_attributes
 from ._values import REDACTION_MARKERS, Bad, RawCall, literal, load_json, maybe_json, plain, truncate, truncate_value
 
-__all__ = ["DEFAULT_OPTIONS", "EVENT_INPUT_PARSERS", "INPUT_PARSERS", "KEYED_PARSERS", "OUTPUT_PARSERS", "PARSER_KEYS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
+__all__ = ["ANSWER_PARSERS", "DEFAULT_OPTIONS", "EVENT_INPUT_PARSERS", "INPUT_PARSERS", "KEYED_PARSERS", "OUTPUT_PARSERS", "PARSER_KEYS", "REQUEST_PARSERS", "TEXT_PARSERS", "ExtractOptions", "Requested", "SpanFacts", "root_attributes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +154,15 @@ INPUT_PARSERS: set[Deferred] = set()
 PARSER_KEYS: dict[Deferred, tuple[str, ...]] = {}
 #: Parsers that fill nothing but the answer's text (left out when content is not kept).
 TEXT_PARSERS: set[Deferred] = set()
+#: Input parsers that fill nothing but the user's request (``user_query``), which only the
+#: assembler's ``_first_query`` reads, fact by fact, parsing as it goes: a fact that holds nothing
+#: else for later is left to it when a trace's inputs are parsed for its calls.
+REQUEST_PARSERS: set[Deferred] = set()
+#: Parsers that fill nothing but the answer's text (``final_output``), which only the assembler's
+#: ``_first_answer`` reads, fact by fact, parsing as it goes (the run's root, else its last model
+#: call): with input content waiting, a span's answer waits with it where the span's other parsers
+#: are all input parsers (none of which touches the answer), so the order they run in changes nothing.
+ANSWER_PARSERS: set[Deferred] = set()
 #: Parsers of what a model (or agent) answered that never touch what an input parser fills (the
 #: request, the history, ``saw_input``) and set a result only where none is yet: run before the
 #: input parsers of the same span, they leave the facts as running everything in order does. Only
@@ -373,7 +382,10 @@ class SpanFacts:
         they stay in ``deferred`` for :meth:`materialize_inputs`. With ``defer_inputs`` they stay
         there with content captured too, where the span's other parsers are all
         :data:`OUTPUT_PARSERS` (so the order they run in changes nothing): the assembler parses them
-        only for a run that needs them (its request, or calls decided by what the model was given)."""
+        only for a run that needs them (its request, or calls decided by what the model was given).
+        Where every other parser of the span is one of :data:`ANSWER_PARSERS` (a chain's
+        ``output.value``), those wait too, until the assembler asks for the answer
+        (:meth:`materialize_answer`)."""
         if self.materialized:
             return self
         opts = options or DEFAULT_OPTIONS
@@ -382,8 +394,11 @@ class SpanFacts:
         if deferred:
             if opts.capture_content:
                 if defer_inputs and _inputs_may_wait(deferred):
-                    self.deferred = [d for d in deferred if d[0] in INPUT_PARSERS]
-                    self._parse([d for d in deferred if d[0] not in INPUT_PARSERS], opts)
+                    if _answers_may_wait(deferred):  # nothing is parsed now: all of it waits
+                        self.deferred = list(deferred)
+                    else:
+                        self.deferred = [d for d in deferred if d[0] in INPUT_PARSERS]
+                        self._parse([d for d in deferred if d[0] not in INPUT_PARSERS], opts)
                 else:
                     self.deferred = ()
                     self._parse(deferred, opts)
@@ -423,6 +438,19 @@ class SpanFacts:
         if self.raw_arguments is not None or self.raw_result is not None:
             self.raw_arguments = self.raw_result = None  # the call holds the (truncated) content now
         self._settle_texts(opts)
+        return self
+
+    def materialize_answer(self, options: ExtractOptions | None = None) -> SpanFacts:
+        """Parse the answer :meth:`materialize` left waiting (:data:`ANSWER_PARSERS`), not the inputs
+        beside it. Idempotent."""
+        if not self.materialized:
+            self.materialize(options)
+        deferred = self.deferred
+        if deferred and not _no_answer_waits(deferred):
+            opts = options or DEFAULT_OPTIONS
+            self.deferred = [d for d in deferred if d[0] not in ANSWER_PARSERS] or ()
+            self._parse([d for d in deferred if d[0] in ANSWER_PARSERS], opts)
+            self._settle_texts(opts)
         return self
 
     def materialize_inputs(self, options: ExtractOptions | None = None) -> SpanFacts:
@@ -543,6 +571,22 @@ class SpanFacts:
         self.problem(
             f"span {self.span_id}: {what}: {size:,} characters, over max_parse_chars ({opts.max_parse_chars:,}): not parsed"
         )
+
+
+def _answers_may_wait(deferred: Sequence[tuple[Deferred, Any]]) -> bool:
+    """Whether the span's answer may wait with its inputs: every parser of ``deferred`` is an input
+    parser or an answer parser (:data:`ANSWER_PARSERS`)."""
+    for parser, _ in deferred:  # noqa: SIM110 (a loop, not all() of a generator: per fact)
+        if parser not in INPUT_PARSERS and parser not in ANSWER_PARSERS:
+            return False
+    return True
+
+
+def _no_answer_waits(deferred: Sequence[tuple[Deferred, Any]]) -> bool:
+    for parser, _ in deferred:  # noqa: SIM110 (a loop: this runs per fact of every run)
+        if parser in ANSWER_PARSERS:
+            return False
+    return True
 
 
 def _inputs_may_wait(deferred: Sequence[tuple[Deferred, Any]]) -> bool:
