@@ -8,7 +8,7 @@ raises on bad input: a value that should be JSON and is not is recorded in ``fac
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..run_records import ToolRecord
@@ -818,8 +818,8 @@ def mastra_agent_output(facts: SpanFacts, value: Any, opts: ExtractOptions) -> N
 def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
     """An LLM span's ``output.value`` (the raw response JSON): fills arguments the flattened
     ``llm.output_messages.*`` keys left out (openai-agents drops ``{}``), or the calls themselves."""
-    if facts.requested and not opts.capture_content:
-        return  # the calls are known and no arguments are kept: nothing to read here
+    if facts.requested and (not opts.capture_content or _all_have_arguments(facts.requested)):
+        return  # the calls are known, and no arguments are kept or none is missing: nothing to read here
     data = maybe_json(value)
     if not isinstance(data, (Mapping, list)):
         return
@@ -834,6 +834,13 @@ def openinference_output_value(facts: SpanFacts, value: Any, opts: ExtractOption
         raw = by_id.get(call.call_id) if call.call_id else None
         if raw is not None and call.arguments is None and opts.capture_content:
             call.arguments = facts.parsed_content(raw.arguments, opts)
+
+
+def _all_have_arguments(requested: Sequence[Requested]) -> bool:
+    for call in requested:  # noqa: SIM110 (a loop, not all() of a generator: per model span)
+        if call.arguments is None:
+            return False
+    return True
 
 
 def langgraph_tool_context(facts: SpanFacts, value: Any, opts: ExtractOptions) -> None:
