@@ -374,7 +374,9 @@ def iter_messages(data: Any) -> Iterator[Mapping[str, Any]]:
 _SEMCONV_MESSAGE_KEYS = frozenset({"role", "parts", "finish_reason"})
 _SEMCONV_CALL_KEYS = frozenset({"type", "id", "name", "arguments"})
 _SEMCONV_TEXT_KEYS = frozenset({"type", "content"})
-_SEMCONV_RESPONSE_KEYS = frozenset({"type", "id", "response"})
+#: A tool's answer as instrumentations write it: its value under ``response`` (the conventions) or
+#: ``result`` (Pydantic AI), sometimes with the tool's ``name`` (read as _result_value reads them).
+_SEMCONV_RESPONSE_KEYS = frozenset({"type", "id", "name", "response", "result"})
 #: Roles whose text is the model's answer.
 _ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 #: Texts :func:`parse_messages` reads as something else than text (a repr of a call).
@@ -436,6 +438,8 @@ def _semconv_read(data: Any, max_calls: int | None, full: bool) -> Any:
                     dropped += 1
             elif ptype == "text":
                 content = part.get("content")
+                if content is None and len(part) == 1:
+                    continue  # a text part whose content was not recorded says nothing
                 if type(content) is not str or not _SEMCONV_TEXT_KEYS.issuperset(part) or content.startswith(_REPR_STARTS):
                     return None
                 if content and content not in REDACTION_MARKERS:

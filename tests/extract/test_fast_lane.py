@@ -747,8 +747,9 @@ def test_semconv_messages_give_the_general_parse_or_decline() -> None:
 def _history_with_tool_answers(rng: random.Random) -> Iterator[Any]:
     """Model-call histories as GenAI instrumentations record them after the first turn: the user's
     request, the model's calls, the tools' answers in ``tool`` messages, again — with answers of every
-    kind (text, error reports, JSON, none), ids that are placeholders or no strings, answers in other
-    roles' messages, and answer parts with keys the conventions do not give them."""
+    kind (text, error reports, JSON, none) under ``response`` or ``result``, ids that are placeholders
+    or no strings, answers in other roles' messages, answer parts with keys the conventions do not
+    give them, and text parts whose content was not recorded."""
     ids: list[Any] = ["c1", " c2 ", "call_3", "null", "", None, 5]
     answers: list[Any] = ["ok", "ValueError: bad city", "Tool 'x' not found in agent", {"error": True, "message": "m"},
                           {"temp": 21}, [1, 2], None, "", "[REDACTED]"]
@@ -761,18 +762,24 @@ def _history_with_tool_answers(rng: random.Random) -> Iterator[Any]:
             for _call in calls:
                 part: Any = {"type": "tool_call_response", "id": rng.choice(ids)}
                 if rng.random() < 0.9:
-                    part["response"] = rng.choice(answers)
+                    part[rng.choice(["response", "response", "result"])] = rng.choice(answers)  # Pydantic AI: result
+                if rng.random() < 0.2:
+                    part["name"] = "get_weather"
                 if rng.random() < 0.05:
-                    part[rng.choice(["is_error", "result", "name"])] = True
+                    part[rng.choice(["is_error", "result", "output"])] = True
                 role = "tool" if rng.random() < 0.9 else rng.choice(["user", "assistant"])
                 message: Any = {"role": role, "parts": [part]}
                 if rng.random() < 0.1:
                     message["parts"].append({"type": "text", "content": rng.choice(["note", "", "For context: y"])})
                 if rng.random() < 0.05:
+                    message["parts"].append({"type": "text"})  # content not recorded
+                if rng.random() < 0.05:
                     message["tool_call_id"] = "c1"
                 messages.append(message)
         if rng.random() < 0.5:
             messages.append({"role": "assistant", "parts": [{"type": "text", "content": "sunny"}], "finish_reason": "stop"})
+        if rng.random() < 0.2:  # content not recorded: text parts without content
+            messages = [{**m, "parts": [{"type": "text"} if p.get("type") == "text" else p for p in m["parts"]]} for m in messages]
         yield messages
 
 
