@@ -171,7 +171,7 @@ class RunRecord:
     def to_model(self) -> AgentRun:
         # One validation of the whole run, its calls and tools given as plain dicts: a model built
         # for each call first costs a validator call (and keyword unpacking) per call, and the run's
-        # own validation then walks them again (docs/performance.md, "Run models in one validation").
+        # own validation then walks them again (docs/performance.md, "What a run asks for, parsed when it asks").
         return _validate_run(
             {
                 "run_id": self.run_id,
