@@ -183,8 +183,9 @@ class RunRecord:
                 "conventions": self.conventions,
                 "user_query": self.user_query,
                 "final_output": self.final_output,
-                "available_tools": [_fields(t) if type(t) is ToolRecord else t for t in self.available_tools],
-                "tool_calls": [_fields(c) if type(c) is CallRecord else c for c in self.tool_calls],
+                # records as dicts; a model put there (a test helper's) is taken as it is
+                "available_tools": [_fields(t) if isinstance(t, ToolRecord) else t for t in self.available_tools],
+                "tool_calls": [_fields(c) if isinstance(c, CallRecord) else c for c in self.tool_calls],
                 "attributes": self.attributes,
             }
         )

@@ -397,7 +397,8 @@ def semconv_output_calls(data: Any, max_calls: int) -> tuple[list[tuple[str, Any
     """What :func:`semconv_messages` reads from a model's output messages when their text is not kept:
     the first ``max_calls`` calls as (name, id as found), whether an assistant said anything, and the
     calls past the cap — with no call or message objects; ``None`` wherever ``semconv_messages``
-    gives ``None``, and for a tool's answer (no output holds one: it is left to the general parser) (the same walk: ``tests/extract/test_fast_lane.py`` holds both to the same facts)."""
+    gives ``None``, and for a tool's answer, which no output holds (the same walk:
+    ``tests/extract/test_fast_lane.py`` holds both to the same facts)."""
     read: tuple[list[tuple[str, Any]], bool, int] | None = _semconv_read(data, max_calls, False)
     return read
 
