@@ -49,7 +49,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..run_records import CallRecord, RunRecord, ToolRecord
 from ._content import requested_calls
-from ._facts import ANSWER_PARSERS, DEFAULT_OPTIONS, REQUEST_PARSERS, ExtractOptions, Requested, SpanFacts
+from ._facts import (
+    ANSWER_PARSERS,
+    DEFAULT_OPTIONS,
+    REQUEST_PARSERS,
+    ExtractOptions,
+    Requested,
+    SpanFacts,
+    parsers_within,
+)
 from ._handoffs import reparent_handoffs
 from ._implicit_runs import (
     RunFacts,
@@ -102,7 +110,8 @@ def assemble_records(
         f.materialize(opts)
     if needs_inputs(facts, content=opts.capture_content):
         for f in facts:
-            if f.deferred and not _request_only(f.deferred):
+            if f.deferred and not parsers_within(f.deferred, REQUEST_PARSERS, ANSWER_PARSERS):
+                # a request and an answer alone wait for _first_query / _first_answer (most chains)
                 f.materialize_inputs(opts)
     single = single_run(facts, parents, stops, opts)
     return single if single is not None else _assemble(facts, parents, stops, opts)
@@ -150,17 +159,6 @@ def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
                 return True
             unclaimed[req.name] = left - 1
     return False
-
-
-def _request_only(deferred: Sequence[tuple[Any, Any]]) -> bool:
-    """Whether the content a fact left holds nothing but the user's request and the answer
-    (:data:`~._facts.REQUEST_PARSERS`, :data:`~._facts.ANSWER_PARSERS`): ``_first_query`` and
-    ``_first_answer`` parse them if the run asks (a chain span's ``input.value`` and ``output.value``
-    under the agent mostly go unread). A loop: this runs per fact of such traces."""
-    for parser, _ in deferred:  # noqa: SIM110 (a loop, not all() of a generator: per fact)
-        if parser not in REQUEST_PARSERS and parser not in ANSWER_PARSERS:
-            return False
-    return True
 
 
 class _Trace:

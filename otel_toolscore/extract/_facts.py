@@ -19,7 +19,7 @@ application's prompts, arguments or results (what the processor keeps while a ru
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -394,9 +394,8 @@ class SpanFacts:
         if deferred:
             if opts.capture_content:
                 if defer_inputs and _inputs_may_wait(deferred):
-                    if _answers_may_wait(deferred):  # nothing is parsed now: all of it waits
-                        self.deferred = list(deferred)
-                    else:
+                    # inputs wait; so do answers when nothing else is beside them (the list stays as it is)
+                    if not parsers_within(deferred, INPUT_PARSERS, ANSWER_PARSERS):
                         self.deferred = [d for d in deferred if d[0] in INPUT_PARSERS]
                         self._parse([d for d in deferred if d[0] not in INPUT_PARSERS], opts)
                 else:
@@ -573,11 +572,14 @@ class SpanFacts:
         )
 
 
-def _answers_may_wait(deferred: Sequence[tuple[Deferred, Any]]) -> bool:
-    """Whether the span's answer may wait with its inputs: every parser of ``deferred`` is an input
-    parser or an answer parser (:data:`ANSWER_PARSERS`)."""
-    for parser, _ in deferred:  # noqa: SIM110 (a loop, not all() of a generator: per fact)
-        if parser not in INPUT_PARSERS and parser not in ANSWER_PARSERS:
+def parsers_within(deferred: Sequence[tuple[Deferred, Any]], one: Container[Deferred], other: Container[Deferred]) -> bool:
+    """Whether every parser of ``deferred`` is in ``one`` or ``other``: with the input parsers and
+    :data:`ANSWER_PARSERS`, whether a span's answer may wait with its inputs (:meth:`SpanFacts.materialize`);
+    with :data:`REQUEST_PARSERS` and the answer parsers, whether what a fact left holds nothing but a
+    request and an answer (the assembler's ``_first_query`` and ``_first_answer`` parse those when a
+    run asks). A loop, not ``all()`` of a generator: this runs per fact."""
+    for parser, _ in deferred:  # noqa: SIM110
+        if parser not in one and parser not in other:
             return False
     return True
 

@@ -5,7 +5,7 @@ the span's answer and nothing else: only a run's root, or its last model call, g
 answer. Where a span's parsers are all input and answer parsers, ``materialize(defer_inputs=True)``
 leaves the answer waiting beside the inputs; ``materialize_answer`` parses it alone, and whatever
 order the calls come in, the facts end as parsing everything at once leaves them
-(``extract/_facts.py``: ``ANSWER_PARSERS``, ``_answers_may_wait``; ``extract/_assemble.py``:
+(``extract/_facts.py``: ``ANSWER_PARSERS``, ``parsers_within``; ``extract/_assemble.py``:
 ``_first_answer``).
 """
 
