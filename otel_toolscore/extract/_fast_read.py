@@ -6,9 +6,11 @@ built first is most of the cost of reading a span. :func:`read_live_span` reads 
 from the SDK object with one table lookup (``gen_ai.operation.name`` → role), defers its content
 (messages, tool definitions) to the same parsers, and gives *exactly* the facts
 :func:`~._readers.read_span` gives (``tests/extract/test_fast_lane.py`` checks it on every shape the
-conventions know). Anything another reader could claim — another convention's keys, a framework
-scope or span name the other readers test, span events, a handoff — declines to the generic readers
-(``None``).
+conventions know). A span of an operation the GenAI reader gives no role (``create_agent``,
+``invoke_workflow``, ``execute_task``) is read as it leaves it, "other"; a span of the Pydantic AI or
+ADK scope, with none of the keys and names their readers read beyond GenAI's, as GenAI with the
+scope's framework tag. Anything another reader could claim — another convention's keys, a framework
+reader's own keys or span names, span events, a handoff — declines to the generic readers (``None``).
 
 The SDK span's fields are read directly (``_name``, ``_attributes`` …, with the public properties
 as the fallback for any other span class): a property costs a Python call, and a span is read once.
@@ -42,8 +44,12 @@ from ._values import clean_id
 
 __all__ = ["read_live_oi_span", "read_live_span"]
 
-#: ``gen_ai.operation.name`` → role, for the operations the GenAI reader alone decides.
+#: ``gen_ai.operation.name`` → role, for the operations the GenAI reader alone decides. Any other
+#: operation (``create_agent``, ``invoke_workflow``, a framework's own) but a handoff gives a span of
+#: role "other" when no other reader reacts to the span (what the lane declines on, below).
 _ROLE_OF_OP: dict[str, str] = {"invoke_agent": "agent", "execute_tool": "tool", **dict.fromkeys(_LLM_OPS, "llm")}
+#: Operations the GenAI reader reads as a handoff (handoff facts: the generic readers).
+_HANDOFF_OPS = frozenset({"agent_handoff", "handoff"})
 
 #: Keys of the conventions other than GenAI and OpenInference (and the content keys the GenAI
 #: reader hands to another convention's parser).
@@ -72,6 +78,17 @@ _GENERIC_KEYS = _OTHER_CONVENTION_KEYS | {
 #: Span names and scopes the Pydantic AI and ADK readers claim whatever the attributes.
 _GENERIC_NAMES = frozenset({"agent run", "running tool", "running tools", "execute_tool (merged)"})
 _GENERIC_SCOPES = frozenset({"pydantic-ai", "gcp.vertex.agent"})
+#: What the Pydantic AI and ADK readers read of a GenAI span of their scope beyond what the GenAI
+#: reader reads (``readers._pydantic``, ``readers._adk``): a span of such a scope with none of these
+#: keys, and no name of theirs, gets from them only its framework tag, which the lane adds from the
+#: scope as ``settle_facts`` does. With any of them it is declined (their other keys are declined
+#: for every scope: :data:`_GENERIC_KEYS`).
+_SCOPE_KEYS: dict[str, frozenset[str]] = {
+    "pydantic-ai": frozenset({"agent_name", "all_messages_events", "final_result", "tool_response"}),
+    "gcp.vertex.agent": frozenset({"gcp.vertex.agent.tool_response"}),
+}
+#: ... and the names the ADK reader gives a role (``call_llm``, ``agent_run [name]``)
+_ADK_NAMES = ("call_llm", "agent_run [")
 #: Keys of every reader but OpenInference's: a span carrying none of them (and no name, scope or
 #: event another reader claims) is read by the OpenInference reader alone.
 _NOT_OPENINFERENCE_KEYS = _OTHER_CONVENTION_KEYS | {
@@ -187,12 +204,18 @@ def read_live_span(
         return None
     role = _ROLE_OF_OP.get(op)
     if role is None:
-        return None
+        if op in _HANDOFF_OPS:
+            return None
+        role = "other"
     plain = _GENERIC_OR_SKIP.isdisjoint(a)  # one pass over the keys for both questions, usually
     if not plain and not _GENERIC_KEYS.isdisjoint(a):
         return None
     name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
-    if events or name in _GENERIC_NAMES or scope_name in _GENERIC_SCOPES:
+    if events or name in _GENERIC_NAMES:
+        return None
+    if scope_name in _GENERIC_SCOPES and (
+        not _SCOPE_KEYS[scope_name].isdisjoint(a) or (scope_name == "gcp.vertex.agent" and name.startswith(_ADK_NAMES))
+    ):
         return None
     tool = a.get("gen_ai.tool.name")
     if tool == "(merged tools)":

@@ -310,6 +310,38 @@ def test_live_reader_gives_the_readers_facts_or_declines() -> None:
     _check_live_reader(fast_read.read_live_span, _span_shapes(), lambda attrs: dict(list(attrs.items())[:1]))
 
 
+def _framework_scope_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
+    """GenAI spans of the scopes whose framework readers also read GenAI spans (Pydantic AI, ADK), of any
+    operation: each key and name those readers react to, alone, beside none."""
+    ops = ["invoke_agent", "execute_tool", "chat", "generate_content", "create_agent", "invoke_workflow", "handoff"]
+    extras: list[dict[str, Any]] = [
+        {},
+        {"gen_ai.agent.name": "planner", "gen_ai.conversation.id": "c1", "gen_ai.tool.call.result": "sunny"},
+        {"agent_name": "pydantic-agent"},
+        {"final_result": "done"},
+        {"all_messages_events": '[{"role": "user", "content": "hi"}]'},
+        {"tool_response": "sunny"},
+        {"gcp.vertex.agent.tool_response": '{"result": "sunny"}'},
+        {"gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", '
+         '"name": "get_weather", "arguments": {}}]}]'},
+    ]
+    names = ["{op} {tool}", "call_llm", "agent_run [a]", "agent_run [a", "running tool: x", "invocation"]
+    scopes = ["pydantic-ai", "gcp.vertex.agent", "gcp.vertex.agent.x", None]
+    statuses = [(StatusCode.UNSET, None), (StatusCode.ERROR, "Tool get_weather not found")]
+    for op, tool, extra, name, scope, (code, msg), event in itertools.product(
+        ops, (None, "get_weather"), extras, names, scopes, statuses, (False, True)
+    ):
+        attrs: dict[str, Any] = {"gen_ai.operation.name": op, **extra}
+        if tool is not None:
+            attrs["gen_ai.tool.name"] = tool
+        yield name.format(op=op, tool=tool), attrs, scope, code, msg, event
+
+
+def test_live_reader_reads_framework_scopes_as_their_readers_do() -> None:
+    # every attribute set after start
+    _check_live_reader(fast_read.read_live_span, _framework_scope_shapes(), lambda attrs: {})
+
+
 def _oi_span_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
     """OpenInference spans: (name, attributes, scope, status, status message, with an exception event)."""
     kinds: list[Any] = ["LLM", "TOOL", "CHAIN", "AGENT", "EVALUATOR", "RETRIEVER", "llm", 7]
