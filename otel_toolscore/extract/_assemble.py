@@ -668,14 +668,16 @@ def single_run(
     """:func:`assemble_runs` for the commonest traces in one pass, or ``None`` for any other trace.
 
     The commonest traces hold one run, read from span attributes alone (no log records, handoffs,
-    hints or context calls): one agent span and the model, tool and other spans it encloses; or no
-    agent span at all and one top span over every fact (a graph's CHAIN root, a hand-written loop).
-    For them every rule of :func:`assemble_runs` about nesting, wrappers, hosted runs and handoffs
-    is void, and only :func:`_build` (shared) has work to do. Any fact outside those shapes — a
-    second agent, a fact outside the agent or under a second top, a model span inside a model span,
-    a nested graph root under a tool span, a parent cycle on the way, a local root between a fact
-    and the agent — returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py`` checks
-    both give the same runs).
+    hints or context calls): one agent span and the model, tool and other spans it encloses, beside
+    spans of no call outside it (a wrapper above it, whose request is the user's, as the general
+    rules read it); or no agent span at all and one top span over every fact (a graph's CHAIN root, a
+    hand-written loop). A model span inside a model span joins the outer one's model call. For them
+    every rule of :func:`assemble_runs` about nesting, hosted runs, adopted tasks and handoffs is
+    void, and only :func:`_build` (shared) has work to do. Any fact outside those shapes — a second
+    agent, a model or tool span outside the agent, a task outside it that an empty agent may adopt,
+    a fact under a second top without an agent, a nested graph root under a tool span, a parent
+    cycle on the way — returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py``
+    checks both give the same runs).
     """
     for f in facts:
         if not f.materialized:
@@ -739,16 +741,22 @@ def single_run(
 
     roles_seen: set[str] = set()
     firsts: list[str | None] = []
+    groups: dict[str, str] | None = None  # a model span inside a model span → the outer one
     for f in facts:
         first = parent_of(f.span_id)
         firsts.append(first)
         above = by_span.get(first) if first is not None else None
-        if above is not None and (
-            (f.role == "llm" and above.role == "llm")  # one model call seen twice: grouped by the general rules
-            or (f.role == "other" and above.role == "tool" and "openinference" in f.conventions)  # a nested graph
-        ):
-            return None
+        if above is not None:
+            if f.role == "llm" and above.role == "llm":
+                # one model call seen twice (ADK's call_llm → generate_content, Strands' cycle → chat):
+                # the inner span joins the outer one's group, as llm_group puts it
+                if groups is None:
+                    groups = {}
+                groups[f.span_id] = above.span_id
+            elif f.role == "other" and above.role == "tool" and "openinference" in f.conventions:
+                return None  # a nested graph's root: the general rules
         roles_seen.add(f.role)
+    outside: dict[str, SpanFacts] = {}  # facts outside the agent's run: spans that hold no call (skipped)
     if root is not None:
         root_id = root.span_id
         if top(root_id) is None:
@@ -764,12 +772,21 @@ def single_run(
             on_path = {f.span_id}
             cur = first
             while cur not in inside:
-                if cur is None or cur in local_roots or cur in on_path or len(path) > bound:
-                    return None  # outside the agent's run, or a cycle
+                if cur is None or cur in local_roots:
+                    break  # outside the agent's run
+                if cur in on_path or len(path) > bound:
+                    return None  # a cycle
                 path.append(cur)
                 on_path.add(cur)
                 cur = parent_of(cur)
-            inside.update(path)
+            else:
+                inside.update(path)
+                continue
+            if f.role != "other" or f.requested or f.requested_fallback or f.entity_name or top(f.span_id) is None:
+                # a model or tool span outside the agent (its own run), a task an empty agent may
+                # adopt (OpenLLMetry's LangGraph), a cycle: the general rules
+                return None
+            outside[f.span_id] = f  # a wrapper's or a sibling's span without calls: no run of its own
     else:
         # No agent span: the facts under one top are a run when they show a call or a model call.
         tops = {top(f.span_id) for f in facts}
@@ -778,6 +795,7 @@ def single_run(
             return None
         root_id = only
     run = RunFacts(root_id)
+    llm_spans = run.llm_spans
     for f in facts:  # what _place does with one fact per span and no log record
         role = f.role
         if f.span_id == root_id and role in ("agent", "other"):
@@ -786,10 +804,23 @@ def single_run(
             if f.call is not None:
                 run.tool_facts.append(f)
         elif role == "llm":
-            run.llm_spans[f.span_id] = [f]
-        else:
+            group = groups.get(f.span_id, f.span_id) if groups is not None else f.span_id
+            held = llm_spans.get(group)
+            if held is None:
+                llm_spans[group] = [f]
+            else:
+                held.append(f)
+        elif not outside or f.span_id not in outside:
             run.other_facts.append(f)
-    return [_build(run, None, opts)]
+    record = _build(run, None, opts)
+    if outside and opts.capture_content:
+        # A wrapper that is no run (ADK's invocation, Strands' invoke_swarm) holds the user's own words
+        # (as _calls_and_errors reads the topmost span above an agent)
+        wrapper = outside.get(top(root_id) or root_id)
+        query = _first_query((wrapper,), opts) if wrapper is not None else None
+        if query:
+            record.user_query = query
+    return [record]
 
 
 _SIMPLE_ROLES = frozenset({"agent", "tool", "llm", "other"})

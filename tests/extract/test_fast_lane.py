@@ -15,6 +15,7 @@ import contextlib
 import copy
 import dataclasses
 import itertools
+import json
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -218,6 +219,76 @@ def _assemble_random_trees(seed: int) -> None:
             parents = {r.span_id: r.parent_span_id for r in records}
             stops = {r.span_id for r, s in zip(records, group) if s.parent is None or s.parent.is_remote}
             assemble.assemble_runs(facts, parents, local_roots=stops, options=opts)
+
+
+def _one_trace_runs(build: Any, opts: ExtractOptions) -> list[AgentRun]:
+    """The runs of the one trace ``build(tracer)`` makes with the SDK, read and assembled as offline."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    build(provider.get_tracer("shapes"))
+    records = [record_from_readable(s) for s in exporter.get_finished_spans()]
+    facts = [f for f in (read_span(r, opts) for r in records) if f is not None]
+    return assemble.assemble_runs(facts, {r.span_id: r.parent_span_id for r in records}, options=opts)
+
+
+def _text(role: str, text: str) -> str:
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+
+def test_single_run_reads_a_wrapper_above_the_agent_as_the_general_rules_do(checked: _Checked) -> None:
+    """A span of no run above the agent (ADK's invocation, a swarm) holds the user's own words; the agent
+    was given a framework-built prompt. A model call inside a model call is one model call."""
+
+    def build(tracer: Any) -> None:
+        with tracer.start_as_current_span(
+            "invoke_workflow swarm",
+            attributes={"gen_ai.operation.name": "invoke_workflow", "gen_ai.input.messages": _text("user", "Book a flight")},
+        ), tracer.start_as_current_span(
+            "invoke_agent booker",
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "booker",
+                        "gen_ai.input.messages": _text("user", "Context: none. User Request: Book a flight")},
+        ):
+            # both layers report the call (no id): one model call, one call
+            output = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "name": "book", "arguments": {}}]}])
+            with tracer.start_as_current_span(
+                "call_llm", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": output}
+            ), tracer.start_as_current_span(
+                "chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": output}
+            ):
+                pass
+            with tracer.start_as_current_span(
+                "execute_tool book", attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book"}
+            ):
+                pass
+        with tracer.start_as_current_span("invoke_workflow audit", attributes={"gen_ai.operation.name": "invoke_workflow"}):
+            pass  # a sibling trace root of no run: skipped
+
+    (run,) = _one_trace_runs(build, OPTIONS[0])
+    assert checked.taken == 1 and checked.declined == 0
+    assert run.user_query == "Book a flight" and run.agent_name == "booker"
+    assert [(c.name, c.source) for c in run.tool_calls] == [("book", "span")]
+
+
+def test_single_run_leaves_a_task_an_empty_agent_may_adopt_to_the_general_rules(checked: _Checked) -> None:
+    """OpenLLMetry's LangGraph: a nested graph's ``invoke_agent X`` span stays empty and its work sits in
+    the sibling task span ``X``, which the agent adopts (its conventions join the run)."""
+
+    def build(tracer: Any) -> None:
+        with tracer.start_as_current_span("graph"):  # no facts: a plain span
+            with tracer.start_as_current_span(
+                "invoke_agent planner", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
+            ):
+                pass
+            with tracer.start_as_current_span(
+                "planner.task", attributes={"traceloop.span.kind": "task", "traceloop.entity.name": "planner"}
+            ):
+                pass
+
+    for opts in OPTIONS:
+        runs = _one_trace_runs(build, opts)
+        assert [(r.agent_name, "openllmetry" in r.conventions) for r in runs] == [("planner", True)]
+    assert checked.taken == 0 and checked.declined == 2
 
 
 # -- the table-driven reader against the readers ---------------------------------------------------
