@@ -671,18 +671,22 @@ def single_run(
     hints or context calls): one agent span and the model, tool and other spans it encloses, beside
     spans of no call outside it (a wrapper above it, whose request is the user's, as the general
     rules read it); or no agent span at all and one top span over every fact (a graph's CHAIN root, a
-    hand-written loop). A model span inside a model span joins the outer one's model call. For them
-    every rule of :func:`assemble_runs` about nesting, hosted runs, adopted tasks and handoffs is
-    void, and only :func:`_build` (shared) has work to do. Any fact outside those shapes — a second
-    agent, a model or tool span outside the agent, a task outside it that an empty agent may adopt,
-    a fact under a second top without an agent, a nested graph root under a tool span, a parent
-    cycle on the way — returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py``
-    checks both give the same runs).
+    hand-written loop). A second agent span is taken where the general rules make one run of the two
+    (**Not runs**): the same agent seen twice, one directly inside the other (one
+    more fact of the run's root), or an unnamed or workflow agent span around the run's agent holding no call of its own (a
+    wrapper). A model span inside a model span joins the outer one's model call. For them every rule
+    of :func:`assemble_runs` about nesting, hosted runs, adopted tasks and handoffs is void, and only
+    :func:`_build` (shared) has work to do. Any fact outside those shapes — a third agent, two runs, a
+    model or tool span outside the agent, a task outside it that an empty agent may adopt, a fact
+    under a second top without an agent, a nested graph root under a tool span, a parent cycle on
+    the way — returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py`` checks
+    both give the same runs).
     """
     for f in facts:
         if not f.materialized:
             f.materialize(opts)  # content parsers may add hints and context calls: look after them
     root: SpanFacts | None = None
+    second: SpanFacts | None = None  # a second agent span: the same agent seen twice, or a wrapper
     by_span: dict[str, SpanFacts] = {}
     for f in facts:
         if (
@@ -697,9 +701,12 @@ def single_run(
         ):
             return None
         if f.role == "agent":
-            if root is not None:
+            if root is None:
+                root = f
+            elif second is None:
+                second = f
+            else:
                 return None
-            root = f
         by_span[f.span_id] = f
     if not by_span:
         return None
@@ -739,6 +746,24 @@ def single_run(
             top_of[node] = found
         return found
 
+    merged: SpanFacts | None = None  # an agent span inside the run's of the same name: one run
+    wrapper: SpanFacts | None = None  # an agent span around the run's that is no run of its own
+    if second is not None:
+        assert root is not None
+        pair = _outer_and_inner(root, second, parent_of, by_span, bound)
+        if pair is None:
+            return None  # two runs, or nested through a tool span (an agent run as a tool)
+        outer, inner = pair
+        name = inner.agent_name or None
+        if name is not None and name == (outer.agent_name or None):
+            root, merged = outer, inner  # the same agent seen by two layers (OpenLLMetry, ADK via OpenInference)
+        elif not outer.agent_name or outer.workflow:
+            # an unnamed wrapper (openai-agents' "Agent workflow"), or a workflow span, which is no run
+            # when it owns no model or tool call itself: the run is the inner agent's, and the
+            # wrapper must hold no call (checked as a fact outside the run, below)
+            root, wrapper = inner, outer
+        else:
+            return None  # a named agent around another: two runs
     roles_seen: set[str] = set()
     firsts: list[str | None] = []
     groups: dict[str, str] | None = None  # a model span inside a model span → the outer one
@@ -782,7 +807,13 @@ def single_run(
             else:
                 inside.update(path)
                 continue
-            if f.role != "other" or f.requested or f.requested_fallback or f.entity_name or top(f.span_id) is None:
+            if (
+                (f.role != "other" and f is not wrapper)
+                or f.requested
+                or f.requested_fallback
+                or f.entity_name
+                or top(f.span_id) is None
+            ):
                 # a model or tool span outside the agent (its own run), a task an empty agent may
                 # adopt (OpenLLMetry's LangGraph), a cycle: the general rules
                 return None
@@ -798,7 +829,7 @@ def single_run(
     llm_spans = run.llm_spans
     for f in facts:  # what _place does with one fact per span and no log record
         role = f.role
-        if f.span_id == root_id and role in ("agent", "other"):
+        if (f.span_id == root_id and role in ("agent", "other")) or f is merged:
             run.agent_facts.append(f)
         elif role == "tool":
             if f.call is not None:
@@ -821,6 +852,26 @@ def single_run(
         if query:
             record.user_query = query
     return [record]
+
+
+def _outer_and_inner(
+    a: SpanFacts, b: SpanFacts, parent_of: Callable[[str], str | None], by_span: Mapping[str, SpanFacts], bound: int
+) -> tuple[SpanFacts, SpanFacts] | None:
+    """(outer, inner) of two agent spans when one lies under the other with no tool span between them
+    (the general rules' ``nearest_root`` and its ``through`` flag); ``None`` otherwise."""
+    for outer, inner in ((a, b), (b, a)):
+        cur = parent_of(inner.span_id)
+        hops = 0
+        through_tool = False
+        while cur is not None and hops <= bound:
+            if cur == outer.span_id:
+                return None if through_tool else (outer, inner)
+            known = by_span.get(cur)
+            if known is not None and known.role == "tool":
+                through_tool = True
+            cur = parent_of(cur)
+            hops += 1
+    return None
 
 
 _SIMPLE_ROLES = frozenset({"agent", "tool", "llm", "other"})

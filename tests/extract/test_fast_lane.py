@@ -291,6 +291,62 @@ def test_single_run_leaves_a_task_an_empty_agent_may_adopt_to_the_general_rules(
     assert checked.taken == 0 and checked.declined == 2
 
 
+def _agent(name: str | None, **extra: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", **extra}
+    if name is not None:
+        attrs["gen_ai.agent.name"] = name
+    return attrs
+
+
+def _model_and_tool(tracer: Any, **model: Any) -> None:
+    """A model call asking for ``book`` (id c1) and the tool span that ran it."""
+    output = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "book", "arguments": {}}]}])
+    with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": output, **model}):
+        pass
+    with tracer.start_as_current_span("execute_tool book", attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book", "gen_ai.tool.call.id": "c1"}):
+        pass
+
+
+def test_single_run_reads_the_same_agent_seen_twice_as_the_general_rules_do(checked: _Checked) -> None:
+    """An agent span directly inside an agent span of the same name is one run, the inner span one of
+    its root's facts: the run's request and conversation are read from it before any model call's."""
+
+    def build(tracer: Any) -> None:
+        with tracer.start_as_current_span("invoke_agent booker", attributes=_agent("booker")), \
+                tracer.start_as_current_span("booker.workflow", attributes=_agent(
+                    "booker", **{"gen_ai.conversation.id": "conv-agent", "gen_ai.input.messages": _text("user", "Book")})):
+            _model_and_tool(tracer, **{"gen_ai.conversation.id": "conv-model",
+                                       "gen_ai.input.messages": _text("user", "Context: x. Book")})
+
+    (run,) = _one_trace_runs(build, OPTIONS[0])
+    assert checked.taken == 1
+    assert (run.agent_name, run.user_query, run.conversation_id) == ("booker", "Book", "conv-agent")
+    assert [c.name for c in run.tool_calls] == ["book"]
+
+
+def test_single_run_reads_a_wrapper_agent_as_the_general_rules_do(checked: _Checked) -> None:
+    """An unnamed agent span around an agent (openai-agents' "Agent workflow") is no run: the inner
+    agent's run is, with the wrapper's request. A named agent around one is a run of its own (two
+    runs: the general rules)."""
+
+    def wrapped(outer: str | None) -> Any:
+        def build(tracer: Any) -> None:
+            with tracer.start_as_current_span("Agent workflow", attributes=_agent(
+                outer, **{"gen_ai.input.messages": _text("user", "Book a flight")})), \
+                    tracer.start_as_current_span("invoke_agent booker", attributes=_agent(
+                        "booker", **{"gen_ai.input.messages": _text("user", "You are booker. Book a flight")})):
+                _model_and_tool(tracer)
+        return build
+
+    (run,) = _one_trace_runs(wrapped(None), OPTIONS[0])
+    assert checked.taken == 1 and checked.declined == 0
+    assert (run.agent_name, run.user_query, run.parent_run_id) == ("booker", "Book a flight", None)
+    runs = _one_trace_runs(wrapped("planner"), OPTIONS[0])
+    assert [r.agent_name for r in runs] == ["planner", "booker"] and runs[1].parent_run_id == runs[0].run_id
+    assert checked.taken == 1 and checked.declined == 1
+
+
 # -- the table-driven reader against the readers ---------------------------------------------------
 def _span_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
     """(name, attributes, scope, status, status message, with an exception event)."""
