@@ -108,7 +108,7 @@ def assemble_records(
         return lean
     for f in facts:
         f.materialize(opts)
-    if needs_inputs(facts, content=opts.capture_content):
+    if needs_inputs(facts, content=opts.capture_content, parents=parents, local_roots=stops):
         for f in facts:
             if f.deferred and not parsers_within(f.deferred, REQUEST_PARSERS, ANSWER_PARSERS):
                 # a request and an answer alone wait for _first_query / _first_answer (most chains)
@@ -117,7 +117,13 @@ def assemble_records(
     return single if single is not None else _assemble(facts, parents, stops, opts)
 
 
-def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
+def needs_inputs(
+    facts: Sequence[SpanFacts],
+    *,
+    content: bool = False,
+    parents: Mapping[str, str | None] | None = None,
+    local_roots: Container[str] = (),
+) -> bool:
     """Whether the input content left unparsed (:data:`~._facts.INPUT_PARSERS`) can change this trace's
     runs: only a call the model requested that no tool span ran (it may be history echoed back, or
     take its result and status from a later model call's input), and a model call that recorded no
@@ -127,7 +133,14 @@ def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
     A requested call counts as run when a tool span has its id, or when tool spans not claimed by an
     id ran at least as many calls of its name (the general rules pair those by name and order). With
     ``content`` (content captured) only a tool span runs a call: one a LangGraph ``tools`` task was
-    given but no tool span ran (an unknown tool) takes its result from a later model call's input."""
+    given but no tool span ran (an unknown tool) takes its result from a later model call's input.
+
+    A model call is one group of model spans (a model span inside a model span joins the outer one:
+    ``_Trace.llm_group``): a model span that shows no output is no silent model call when, with
+    ``parents`` given, the span around it or one inside it (a Strands event-loop cycle and its chat
+    span, ADK's call_llm and generate_content) or its own log records reported the output; nor is the
+    trace's last model call (a final answer whose text was not recorded): no later input holds calls
+    it could have asked for (``_fill_unreported_outputs`` reads a call's output from the next one's)."""
     if not any(f.deferred for f in facts):  # materialized: what is left is input content (and answers)
         return False
     ran: set[str] = set()
@@ -141,9 +154,22 @@ def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
         if not content and f.context_call is not None and f.context_call.call_id:
             ran.add(f.context_call.call_id)
     unclaimed: dict[str, int] | None = None
+    reported: set[str] | None = None
+    last: str | None = None
     for f in facts:
         if f.role == "llm" and not f.from_log and not f.requested and not f.saw_output:
-            return True
+            if parents is None:
+                return True
+            if reported is None:
+                reported = _reporting_model_spans(facts, parents, local_roots)
+            sid = f.span_id
+            if sid not in reported and (sid in local_roots or parents.get(sid) not in reported):
+                if last is None:
+                    last = _last_model_call(facts)
+                if last != sid:
+                    return True  # a model call that recorded no output: its calls are read from the next one's input
+                # The trace's last model call (its answer, the content not recorded): no input comes after
+                # it. (A group of model spans that reported nothing has a member that is not last.)
         for req in (*f.requested, *f.requested_fallback):
             if req.call_id and req.call_id in ran:
                 continue
@@ -159,6 +185,41 @@ def needs_inputs(facts: Sequence[SpanFacts], *, content: bool = False) -> bool:
                 return True
             unclaimed[req.name] = left - 1
     return False
+
+
+def _last_model_call(facts: Sequence[SpanFacts]) -> str:
+    """The span of the model call that starts after every other model span and log record of the
+    trace (``""`` when none starts strictly last: two at the same time)."""
+    top = -1
+    span = ""
+    for f in facts:
+        if f.role == "llm":
+            start = f.start_time_unix_nano
+            if start > top:
+                top, span = start, f.span_id
+            elif start == top and f.span_id != span:
+                span = ""
+    return span
+
+
+def _reporting_model_spans(
+    facts: Sequence[SpanFacts], parents: Mapping[str, str | None], local_roots: Container[str]
+) -> set[str]:
+    """The model spans whose model call reported its output: a model span inside a model span joins
+    it (``_Trace.llm_group``), so a silent outer span is found through its inner one."""
+    role: dict[str, str] = {}
+    for f in facts:
+        if not f.from_log and f.span_id not in role:
+            role[f.span_id] = f.role  # a span's role is its first span fact's (_span_role)
+    reported: set[str] = set()
+    for f in facts:
+        sid = f.span_id
+        if (f.requested or f.saw_output) and role.get(sid, "llm") == "llm":
+            reported.add(sid)
+            outer = parents.get(sid) if sid not in local_roots else None
+            if outer is not None and role.get(outer) == "llm":
+                reported.add(outer)
+    return reported
 
 
 class _Trace:
