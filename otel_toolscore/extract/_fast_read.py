@@ -9,7 +9,7 @@ from the SDK object with one table lookup (``gen_ai.operation.name`` → role), 
 conventions know). A span of an operation the GenAI reader gives no role (``create_agent``,
 ``invoke_workflow``, ``execute_task``) is read as it leaves it, "other"; a span of the Pydantic AI or
 ADK scope, with none of the keys and names their readers read beyond GenAI's, as GenAI with the
-scope's framework tag. Anything another reader could claim — another convention's keys, a framework
+scope's framework tag; an OpenLLMetry task (a LangGraph node) as GenAI with the task's name. Anything another reader could claim — another convention's keys, a framework
 reader's own keys or span names, span events, a handoff — declines to the generic readers (``None``).
 
 The SDK span's fields are read directly (``_name``, ``_attributes`` …, with the public properties
@@ -38,7 +38,7 @@ from ._facts import (
     reports_error,
     root_attributes,
 )
-from ._readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, settle_content, settle_facts
+from ._readers import _LLM_OPS, GENAI_CONTENT, _openinference, _scope_tag, _str, settle_content, settle_facts
 from ._records import _STATUS_BY_ID, SpanRecord, plain_attributes
 from ._values import clean_id
 
@@ -126,6 +126,45 @@ def _conventions(scope_name: str | None) -> tuple[str, ...]:
     return convs
 
 
+def _langchain_result_names_the_call(a: Any, scope_name: str) -> bool:
+    """An OpenLLMetry LangChain tool span without a call id whose result is a ``ToolMessage``: the GenAI
+    reader reads the id from it (``langchain_tool_message_id``; the generic readers)."""
+    return (
+        _scope_tag(scope_name) == "langchain"
+        and clean_id(a.get("gen_ai.tool.call.id")) is None
+        and a.get("gen_ai.tool.call.result") is not None
+    )
+
+
+#: The keys that decline a span beside an OpenLLMetry task's kind (its model call keys among them).
+_GENERIC_BUT_KIND = _GENERIC_KEYS - {"traceloop.span.kind"}
+
+
+def _openllmetry_task(a: Any) -> bool:
+    """Whether a GenAI span (``execute_task`` mostly) is an OpenLLMetry task that the OpenLLMetry reader
+    (``readers._traceloop``) only names (a task gives no role the GenAI reader's would not win over):
+    ``traceloop.span.kind`` is ``task``, no other reader's key is there, and its input is no LangGraph
+    ``Send`` to a tool (that reader's call context: the generic readers)."""
+    if a.get("traceloop.span.kind") != "task" or not _GENERIC_BUT_KIND.isdisjoint(a):
+        return False
+    value = a.get("traceloop.entity.input")
+    return not (isinstance(value, str) and '"tool_call_with_context"' in value[:200])
+
+
+_TASK_CONVENTIONS: dict[str | None, tuple[str, ...]] = {}
+
+
+def _task_conventions(scope_name: str | None) -> tuple[str, ...]:
+    """``("genai", "openllmetry")`` plus the scope's framework tag, in the order the readers add them."""
+    convs = _TASK_CONVENTIONS.get(scope_name)
+    if convs is None:
+        tag = _scope_tag(scope_name) if scope_name else None
+        convs = ("genai", "openllmetry") if tag is None or tag in ("genai", "openllmetry") else ("genai", "openllmetry", tag)
+        if len(_TASK_CONVENTIONS) < 1024:
+            _TASK_CONVENTIONS[scope_name] = convs
+    return convs
+
+
 def _sdk_fields(span: Any) -> tuple[str, Any, Any, int | None, int | None, Any, str | None]:
     """(name, events, status, start, end, status code, scope name) of an ended span: the SDK's slots
     read directly (its properties copy or wrap), another SDK's span class through its properties."""
@@ -208,10 +247,15 @@ def read_live_span(
             return None
         role = "other"
     plain = _GENERIC_OR_SKIP.isdisjoint(a)  # one pass over the keys for both questions, usually
+    task = False
     if not plain and not _GENERIC_KEYS.isdisjoint(a):
-        return None
+        if not _openllmetry_task(a):
+            return None
+        task = True
     name, events, status, start, end, status_code, scope_name = _sdk_fields(span)
     if events or name in _GENERIC_NAMES:
+        return None
+    if role == "tool" and scope_name and _langchain_result_names_the_call(a, scope_name):
         return None
     if scope_name in _GENERIC_SCOPES and (
         not _SCOPE_KEYS[scope_name].isdisjoint(a) or (scope_name == "gcp.vertex.agent" and name.startswith(_ADK_NAMES))
@@ -273,8 +317,12 @@ def read_live_span(
                 if value is not None:
                     f.defer(parser, value)
     # what every reading ends with (readers.settle_facts), for a span of this convention alone
-    convs = _CONVENTIONS.get(scope_name)
-    f.conventions = convs if convs is not None else _conventions(scope_name)
+    if task:
+        f.entity_name = _str(a.get("traceloop.entity.name"))
+        f.conventions = _task_conventions(scope_name)
+    else:
+        convs = _CONVENTIONS.get(scope_name)
+        f.conventions = convs if convs is not None else _conventions(scope_name)
     if code == "ERROR":
         message = status.description
         if message and "not found" in message:

@@ -438,11 +438,19 @@ def test_live_reader_gives_the_readers_facts_or_declines() -> None:
 
 
 def _framework_scope_shapes() -> Iterator[tuple[str, dict[str, Any], str | None, StatusCode, str | None, bool]]:
-    """GenAI spans of the scopes whose framework readers also read GenAI spans (Pydantic AI, ADK), of any
-    operation: each key and name those readers react to, alone, beside none."""
-    ops = ["invoke_agent", "execute_tool", "chat", "generate_content", "create_agent", "invoke_workflow", "handoff"]
+    """GenAI spans of the scopes and conventions whose readers also read GenAI spans (Pydantic AI, ADK,
+    OpenLLMetry's tasks), of any operation: each key and name those readers react to, alone, beside none."""
+    ops = ["invoke_agent", "execute_tool", "chat", "generate_content", "create_agent", "invoke_workflow", "handoff",
+           "execute_task"]
     extras: list[dict[str, Any]] = [
         {},
+        # OpenLLMetry: a task (a LangGraph node), one sending a call to a tool, other kinds, a model call
+        {"traceloop.span.kind": "task", "traceloop.entity.name": "agent", "traceloop.entity.output": "{}"},
+        {"traceloop.span.kind": "task", "traceloop.entity.name": "",
+         "traceloop.entity.input": '{"__type": "tool_call_with_context", "tool_call": {"name": "a", "id": "c2"}}'},
+        {"traceloop.span.kind": "workflow", "traceloop.entity.name": "graph"},
+        {"traceloop.span.kind": "tool", "traceloop.entity.name": "search"},
+        {"traceloop.span.kind": "task", "llm.request.type": "chat"},
         {"gen_ai.agent.name": "planner", "gen_ai.conversation.id": "c1", "gen_ai.tool.call.result": "sunny"},
         {"agent_name": "pydantic-agent"},
         {"final_result": "done"},
@@ -453,7 +461,8 @@ def _framework_scope_shapes() -> Iterator[tuple[str, dict[str, Any], str | None,
          '"name": "get_weather", "arguments": {}}]}]'},
     ]
     names = ["{op} {tool}", "call_llm", "agent_run [a]", "agent_run [a", "running tool: x", "invocation"]
-    scopes = ["pydantic-ai", "gcp.vertex.agent", "gcp.vertex.agent.x", None]
+    scopes = ["pydantic-ai", "gcp.vertex.agent", "gcp.vertex.agent.x", "opentelemetry.instrumentation.langchain",
+              "traceloop.tracer", None]
     statuses = [(StatusCode.UNSET, None), (StatusCode.ERROR, "Tool get_weather not found")]
     for op, tool, extra, name, scope, (code, msg), event in itertools.product(
         ops, (None, "get_weather"), extras, names, scopes, statuses, (False, True)
