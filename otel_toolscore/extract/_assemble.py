@@ -728,20 +728,20 @@ def single_run(
 ) -> list[RunRecord] | None:
     """:func:`assemble_runs` for the commonest traces in one pass, or ``None`` for any other trace.
 
-    The commonest traces hold one run, read from span attributes alone (no log records, handoffs,
-    hints or context calls): one agent span and the model, tool and other spans it encloses, beside
-    spans of no call outside it (a wrapper above it, whose request is the user's, as the general
-    rules read it); or no agent span at all and one top span over every fact (a graph's CHAIN root, a
-    hand-written loop). A second agent span is taken where the general rules make one run of the two
-    (**Not runs**): the same agent seen twice, one directly inside the other (one
-    more fact of the run's root), or an unnamed or workflow agent span around the run's agent holding no call of its own (a
-    wrapper). A model span inside a model span joins the outer one's model call. For them every rule
-    of :func:`assemble_runs` about nesting, hosted runs, adopted tasks and handoffs is void, and only
+    The commonest traces hold one run, read from span attributes alone (no log records, handoffs, hints
+    or context calls): one agent span and the model, tool and other spans it encloses, beside spans of
+    no call outside it (a wrapper above it, whose request is the user's, as the general rules read it);
+    or no agent span at all and one top span over every fact (a graph's CHAIN root, a hand-written
+    loop). A second agent span is taken where the general rules make one run of the two (**Not runs**):
+    the same agent seen twice, one directly inside the other (one more fact of the run's root), or an
+    unnamed or workflow agent span around the run's agent holding no call of its own (a wrapper). A
+    model span inside a model span joins the outer one's model call. For them every rule of
+    :func:`assemble_runs` about nesting, hosted runs, adopted tasks and handoffs is void, and only
     :func:`_build` (shared) has work to do. Any fact outside those shapes — a third agent, two runs, a
-    model or tool span outside the agent, a task outside it that an empty agent may adopt, a fact
-    under a second top without an agent, a nested graph root under a tool span, a parent cycle on
-    the way — returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py`` checks
-    both give the same runs).
+    model or tool span outside the agent, a task outside it that an empty agent may adopt, a fact under
+    a second top without an agent, a nested graph root under a tool span, a parent cycle on the way —
+    returns ``None`` and the general rules run (``tests/extract/test_fast_lane.py`` checks both give the
+    same runs).
     """
     for f in facts:
         if not f.materialized:
@@ -908,8 +908,8 @@ def single_run(
     if outside and opts.capture_content:
         # A wrapper that is no run (ADK's invocation, Strands' invoke_swarm) holds the user's own words
         # (as _calls_and_errors reads the topmost span above an agent)
-        wrapper = outside.get(top(root_id) or root_id)
-        query = _first_query((wrapper,), opts) if wrapper is not None else None
+        above = outside.get(top(root_id) or root_id)
+        query = _first_query((above,), opts) if above is not None else None
         if query:
             record.user_query = query
     return [record]

@@ -7,10 +7,11 @@ from the SDK object with one table lookup (``gen_ai.operation.name`` → role), 
 (messages, tool definitions) to the same parsers, and gives *exactly* the facts
 :func:`~._readers.read_span` gives (``tests/extract/test_fast_lane.py`` checks it on every shape the
 conventions know). A span of an operation the GenAI reader gives no role (``create_agent``,
-``invoke_workflow``, ``execute_task``) is read as it leaves it, "other"; a span of the Pydantic AI or
-ADK scope, with none of the keys and names their readers read beyond GenAI's, as GenAI with the
-scope's framework tag; an OpenLLMetry task (a LangGraph node) as GenAI with the task's name. Anything another reader could claim — another convention's keys, a framework
-reader's own keys or span names, span events, a handoff — declines to the generic readers (``None``).
+``invoke_workflow``, ``execute_task``) is read as it leaves it, "other"; a span of the Pydantic AI
+or ADK scope, with none of the keys and names their readers read beyond GenAI's, as GenAI with the
+scope's framework tag; an OpenLLMetry task (a LangGraph node) as GenAI with the task's name.
+Anything another reader could claim — another convention's keys, a framework reader's own keys or
+span names, span events, a handoff — declines to the generic readers (``None``).
 
 The SDK span's fields are read directly (``_name``, ``_attributes`` …, with the public properties
 as the fallback for any other span class): a property costs a Python call, and a span is read once.
