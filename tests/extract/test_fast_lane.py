@@ -222,7 +222,8 @@ def _assemble_random_trees(seed: int) -> None:
 
 
 def _one_trace_runs(build: Any, opts: ExtractOptions) -> list[AgentRun]:
-    """The runs of the one trace ``build(tracer)`` makes with the SDK, read and assembled as offline."""
+    """The runs of the one trace ``build(tracer)`` makes with the SDK (under one root span), read and
+    assembled as offline."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -244,25 +245,26 @@ def test_single_run_reads_a_wrapper_above_the_agent_as_the_general_rules_do(chec
         with tracer.start_as_current_span(
             "invoke_workflow swarm",
             attributes={"gen_ai.operation.name": "invoke_workflow", "gen_ai.input.messages": _text("user", "Book a flight")},
-        ), tracer.start_as_current_span(
-            "invoke_agent booker",
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "booker",
-                        "gen_ai.input.messages": _text("user", "Context: none. User Request: Book a flight")},
         ):
-            # both layers report the call (no id): one model call, one call
-            output = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "name": "book", "arguments": {}}]}])
             with tracer.start_as_current_span(
-                "call_llm", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": output}
-            ), tracer.start_as_current_span(
-                "chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": output}
+                "invoke_agent booker",
+                attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "booker",
+                            "gen_ai.input.messages": _text("user", "Context: none. User Request: Book a flight")},
             ):
-                pass
-            with tracer.start_as_current_span(
-                "execute_tool book", attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book"}
-            ):
-                pass
-        with tracer.start_as_current_span("invoke_workflow audit", attributes={"gen_ai.operation.name": "invoke_workflow"}):
-            pass  # a sibling trace root of no run: skipped
+                # both layers report the call (no id): one model call, one call
+                output = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "name": "book", "arguments": {}}]}])
+                with tracer.start_as_current_span(
+                    "call_llm", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": output}
+                ), tracer.start_as_current_span(
+                    "chat m", attributes={"gen_ai.operation.name": "chat", "gen_ai.output.messages": output}
+                ):
+                    pass
+                with tracer.start_as_current_span(
+                    "execute_tool book", attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "book"}
+                ):
+                    pass
+            with tracer.start_as_current_span("invoke_workflow audit", attributes={"gen_ai.operation.name": "invoke_workflow"}):
+                pass  # a sibling of the agent under the wrapper, of no call: no run, skipped
 
     (run,) = _one_trace_runs(build, OPTIONS[0])
     assert checked.taken == 1 and checked.declined == 0
