@@ -484,11 +484,7 @@ def _calls_and_errors(
         for run in split_by_step_agent(whole):
             agent_run = _build(run, parent_root, opts)
             if run is whole and parent_root is None and top != root_id and top in by_span and top not in runs:
-                # A wrapper that is no run (Strands' invoke_swarm) holds the user's own words; the agent
-                # inside only sees a framework-built prompt ("Context: … User Request: …").
-                wrapper_query = _first_query(by_span[top], opts)
-                if wrapper_query and opts.capture_content:
-                    agent_run.user_query = wrapper_query
+                _take_wrapper_request(agent_run, by_span[top], opts)
             start = min((f.start_time_unix_nano for f in run.agent_facts), default=0) or _first_start(run)
             out.append((start, agent_run))
     out.sort(key=lambda item: item[0])
@@ -843,9 +839,11 @@ def single_run(
                 return None  # a nested graph's root: the general rules
         roles_seen.add(f.role)
     outside: dict[str, SpanFacts] = {}  # facts outside the agent's run: spans that hold no call (skipped)
+    root_top: str | None = None
     if root is not None:
         root_id = root.span_id
-        if top(root_id) is None:
+        root_top = top(root_id)
+        if root_top is None:
             return None  # a cycle above the agent would be cut below it
         inside = {root_id}  # spans known to lie under the agent
         for f, first in zip(facts, firsts):
@@ -868,15 +866,10 @@ def single_run(
             else:
                 inside.update(path)
                 continue
-            if (
-                (f.role != "other" and f is not wrapper)
-                or f.requested
-                or f.requested_fallback
-                or f.entity_name
-                or top(f.span_id) is None
-            ):
+            # (the walk reached no cycle: it ended at the top or at a local root)
+            if (f.role != "other" and f is not wrapper) or f.requested or f.requested_fallback or f.entity_name:
                 # a model or tool span outside the agent (its own run), a task an empty agent may
-                # adopt (OpenLLMetry's LangGraph), a cycle: the general rules
+                # adopt (OpenLLMetry's LangGraph): the general rules
                 return None
             outside[f.span_id] = f  # a wrapper's or a sibling's span without calls: no run of its own
     else:
@@ -905,14 +898,20 @@ def single_run(
         elif not outside or f.span_id not in outside:
             run.other_facts.append(f)
     record = _build(run, None, opts)
-    if outside and opts.capture_content:
-        # A wrapper that is no run (ADK's invocation, Strands' invoke_swarm) holds the user's own words
-        # (as _calls_and_errors reads the topmost span above an agent)
-        above = outside.get(top(root_id) or root_id)
-        query = _first_query((above,), opts) if above is not None else None
+    above = outside.get(root_top) if outside and root_top is not None else None
+    if above is not None:  # the topmost span above the agent, of no run: as _calls_and_errors reads it
+        _take_wrapper_request(record, (above,), opts)
+    return [record]
+
+
+def _take_wrapper_request(record: RunRecord, wrapper: Iterable[SpanFacts], opts: ExtractOptions) -> None:
+    """A wrapper that is no run (ADK's invocation, Strands' invoke_swarm) holds the user's own words;
+    the agent inside only sees a framework-built prompt ("Context: … User Request: …"): its request is
+    the run's. Its input is parsed only when content is kept (the request is dropped otherwise)."""
+    if opts.capture_content:
+        query = _first_query(wrapper, opts)
         if query:
             record.user_query = query
-    return [record]
 
 
 def _outer_and_inner(

@@ -88,8 +88,9 @@ _SCOPE_KEYS: dict[str, frozenset[str]] = {
     "pydantic-ai": frozenset({"agent_name", "all_messages_events", "final_result", "tool_response"}),
     "gcp.vertex.agent": frozenset({"gcp.vertex.agent.tool_response"}),
 }
-#: ... and the names the ADK reader gives a role (``call_llm``, ``agent_run [name]``)
-_ADK_NAMES = ("call_llm", "agent_run [")
+#: ... and the span names they give a role (ADK's ``call_llm`` and ``agent_run [name]``; Pydantic AI's
+#: are declined for every scope: :data:`_GENERIC_NAMES`)
+_SCOPE_NAMES: dict[str, tuple[str, ...]] = {"pydantic-ai": (), "gcp.vertex.agent": ("call_llm", "agent_run [")}
 #: Keys of every reader but OpenInference's: a span carrying none of them (and no name, scope or
 #: event another reader claims) is read by the OpenInference reader alone.
 _NOT_OPENINFERENCE_KEYS = _OTHER_CONVENTION_KEYS | {
@@ -116,14 +117,18 @@ _new = object.__new__
 _CONVENTIONS: dict[str | None, tuple[str, ...]] = {}
 
 
-def _conventions(scope_name: str | None) -> tuple[str, ...]:
-    """``("genai",)`` plus the framework tag of the scope (memoised: a process sees a few scopes)."""
-    convs = _CONVENTIONS.get(scope_name)
+def _conventions(
+    scope_name: str | None, base: tuple[str, ...] = _GENAI, memo: dict[str | None, tuple[str, ...]] = _CONVENTIONS
+) -> tuple[str, ...]:
+    """``base`` (the conventions the readers add, in their order) plus the framework tag of the scope
+    when it is not among them, as ``settle_facts`` adds it (memoised per base: a process sees a few
+    scopes; ``base`` itself is shared, so facts of one reader share their tuple)."""
+    convs = memo.get(scope_name)
     if convs is None:
         tag = _scope_tag(scope_name) if scope_name else None
-        convs = _GENAI if tag is None or tag == "genai" else ("genai", tag)
-        if len(_CONVENTIONS) < 1024:
-            _CONVENTIONS[scope_name] = convs
+        convs = base if tag is None or tag in base else (*base, tag)
+        if len(memo) < 1024:
+            memo[scope_name] = convs
     return convs
 
 
@@ -152,18 +157,9 @@ def _openllmetry_task(a: Any) -> bool:
     return not (isinstance(value, str) and '"tool_call_with_context"' in value[:200])
 
 
+#: An OpenLLMetry task's conventions: the GenAI reader's, then the OpenLLMetry reader's.
+_TASK = ("genai", "openllmetry")
 _TASK_CONVENTIONS: dict[str | None, tuple[str, ...]] = {}
-
-
-def _task_conventions(scope_name: str | None) -> tuple[str, ...]:
-    """``("genai", "openllmetry")`` plus the scope's framework tag, in the order the readers add them."""
-    convs = _TASK_CONVENTIONS.get(scope_name)
-    if convs is None:
-        tag = _scope_tag(scope_name) if scope_name else None
-        convs = ("genai", "openllmetry") if tag is None or tag in ("genai", "openllmetry") else ("genai", "openllmetry", tag)
-        if len(_TASK_CONVENTIONS) < 1024:
-            _TASK_CONVENTIONS[scope_name] = convs
-    return convs
 
 
 def _sdk_fields(span: Any) -> tuple[str, Any, Any, int | None, int | None, Any, str | None]:
@@ -259,7 +255,7 @@ def read_live_span(
     if role == "tool" and scope_name and _langchain_result_names_the_call(a, scope_name):
         return None
     if scope_name in _GENERIC_SCOPES and (
-        not _SCOPE_KEYS[scope_name].isdisjoint(a) or (scope_name == "gcp.vertex.agent" and name.startswith(_ADK_NAMES))
+        not _SCOPE_KEYS[scope_name].isdisjoint(a) or name.startswith(_SCOPE_NAMES[scope_name])
     ):
         return None
     tool = a.get("gen_ai.tool.name")
@@ -320,7 +316,7 @@ def read_live_span(
     # what every reading ends with (readers.settle_facts), for a span of this convention alone
     if task:
         f.entity_name = _str(a.get("traceloop.entity.name"))
-        f.conventions = _task_conventions(scope_name)
+        f.conventions = _conventions(scope_name, _TASK, _TASK_CONVENTIONS)
     else:
         convs = _CONVENTIONS.get(scope_name)
         f.conventions = convs if convs is not None else _conventions(scope_name)
